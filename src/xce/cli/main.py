@@ -1,0 +1,17 @@
+"""Entry point of the `xce` command."""
+
+from __future__ import annotations
+
+import click
+
+from xce import __version__
+from xce.cli.sched_cmd import sched
+
+
+@click.group()
+@click.version_option(__version__)
+def main() -> None:
+    """XCE: a batch workload manager with elastic supply."""
+
+
+main.add_command(sched)

@@ -1,0 +1,25 @@
+"""Compact job-id lists for humans: [3, 4, 5, 9] -> '3-5 9'."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def id_ranges(ids: Iterable[int], most: int = 12) -> str:
+    """Consecutive ids folded into ranges; at most `most` ranges, then '...'."""
+    ordered = sorted(ids)
+    parts: list[str] = []
+    start = prev = None
+    for job in ordered:
+        if start is None:
+            start = prev = job
+        elif prev is not None and job == prev + 1:
+            prev = job
+        else:
+            parts.append(f"{start}-{prev}" if start != prev else f"{start}")
+            start = prev = job
+    if start is not None:
+        parts.append(f"{start}-{prev}" if start != prev else f"{start}")
+    if len(parts) > most:
+        return " ".join(parts[:most]) + f" ... (+{len(parts) - most} more)"
+    return " ".join(parts)

@@ -1,0 +1,130 @@
+"""The `catalog:` section: host templates and countable shared resources."""
+
+from __future__ import annotations
+
+from xce.config.fields import MapReader, Place, as_list, describe
+from xce.config.resources import read_resource_values
+from xce.model.cluster import Catalog, Countable, HostTemplate, ResourceDef, SharedPool
+
+_CATALOG_KEYS = ("idle_time", "max_jobs_per_session", "templates", "countables")
+_TEMPLATE_KEYS = (
+    "name",
+    "provider",
+    "slots",
+    "type",
+    "model",
+    "resources",
+    "max",
+    "rank",
+    "idle_time",
+)
+_COUNTABLE_KEYS = ("resource", "pool", "max_borrow", "idle_time")
+
+
+def read_catalog(
+    value: object | None,
+    place: Place,
+    resources: dict[str, ResourceDef],
+    shared: dict[str, tuple[SharedPool, ...]],
+) -> Catalog:
+    """Validate `catalog:`; templates and countables stay in config order."""
+    if value is None:
+        return Catalog()
+    section = MapReader(value, place, _CATALOG_KEYS)
+    defaults = Catalog()
+    idle_time = section.number("idle_time", defaults.idle_time, minimum=0)
+    max_jobs = section.integer("max_jobs_per_session", defaults.max_jobs_per_session, minimum=0)
+    templates: tuple[HostTemplate, ...] = ()
+    if (templates_section := section.section("templates")) is not None:
+        templates = _read_templates(*templates_section, resources)
+    countables: tuple[Countable, ...] = ()
+    if (countables_section := section.section("countables")) is not None:
+        countables = _read_countables(*countables_section, resources, shared)
+    return Catalog(
+        idle_time=idle_time,
+        max_jobs_per_session=max_jobs,
+        templates=templates,
+        countables=countables,
+    )
+
+
+def _read_templates(
+    value: object, place: Place, resources: dict[str, ResourceDef]
+) -> tuple[HostTemplate, ...]:
+    templates: list[HostTemplate] = []
+    names: set[str] = set()
+    for item, item_place in as_list(value, place):
+        entry = MapReader(item, item_place, _TEMPLATE_KEYS)
+        name = entry.text("name")
+        if name in names:
+            entry.value_place("name").fail(f"duplicate template {name!r}")
+        names.add(name)
+        provider = entry.text("provider")
+        slots = entry.integer("slots", minimum=1)
+        host_type = entry.text("type", "X86_64")
+        model = entry.text("model", "", nonempty=False)
+        values = {}
+        if (resources_section := entry.section("resources")) is not None:
+            values = read_resource_values(*resources_section, resources)
+        templates.append(
+            HostTemplate(
+                name=name,
+                provider=provider,
+                slots=slots,
+                type=host_type,
+                model=model,
+                resources=values,
+                max=entry.integer("max", 0, minimum=0),
+                rank=entry.integer("rank", 0),
+                idle_time=entry.optional_number("idle_time", minimum=0),
+            )
+        )
+    return tuple(templates)
+
+
+def _read_countables(
+    value: object,
+    place: Place,
+    resources: dict[str, ResourceDef],
+    shared: dict[str, tuple[SharedPool, ...]],
+) -> tuple[Countable, ...]:
+    countables: list[Countable] = []
+    seen: set[tuple[str, str]] = set()
+    for item, item_place in as_list(value, place):
+        entry = MapReader(item, item_place, _COUNTABLE_KEYS)
+        resource = entry.text("resource")
+        resource_place = entry.value_place("resource")
+        if resource not in resources:
+            resource_place.fail(f"unknown resource {resource!r}")
+        if resource not in shared:
+            resource_place.fail(f"resource {resource!r} is not shared")
+        pool = _read_pool(entry, resource, shared[resource])
+        if (resource, pool) in seen:
+            resource_place.fail(f"duplicate countable '{resource}/{pool}'")
+        seen.add((resource, pool))
+        countables.append(
+            Countable(
+                resource=resource,
+                pool=pool,
+                max_borrow=entry.number("max_borrow", 0, minimum=0),
+                idle_time=entry.number("idle_time", 300, minimum=0),
+            )
+        )
+    return tuple(countables)
+
+
+def _read_pool(entry: MapReader, resource: str, pools: tuple[SharedPool, ...]) -> str:
+    """The pool borrowed tokens go to: named, or the only pool of the resource."""
+    if "pool" not in entry:
+        if len(pools) > 1:
+            entry.value_place("pool").fail(f"resource {resource!r} has several pools: name one")
+        return pools[0].pool
+    name = entry.get("pool")
+    if not isinstance(name, str):
+        entry.value_place("pool").fail(f"expected a string, got {describe(name)}")
+    if all(pool.pool != name for pool in pools):
+        known = ", ".join(pool.pool for pool in pools)
+        entry.value_place("pool").fail(
+            f"unknown pool {name!r} of resource {resource!r} (pools: {known})"
+        )
+    return name

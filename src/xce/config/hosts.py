@@ -1,0 +1,52 @@
+"""The `hosts:` section: static hosts, name ranges expanded."""
+
+from __future__ import annotations
+
+from xce.config.fields import MapReader, Place, as_list, as_text
+from xce.config.host_patterns import ALL_HOSTS, TEMPLATE_PREFIX
+from xce.config.hostnames import expand_hostnames
+from xce.config.resources import read_resource_values
+from xce.model.cluster import HostSpec, ResourceDef
+
+_HOST_KEYS = ("name", "slots", "type", "model", "resources")
+
+
+def read_hosts(
+    value: object, place: Place, resources: dict[str, ResourceDef]
+) -> tuple[HostSpec, ...]:
+    """Validate `hosts:` into one HostSpec per host name, in config order.
+
+    A name may be a range (`n[02-10]`); every host of a range shares the entry's
+    attributes. A name seen before (in any entry) is an error at the later entry.
+    """
+    hosts: list[HostSpec] = []
+    seen: set[str] = set()
+    for item, item_place in as_list(value, place):
+        entry = MapReader(item, item_place, _HOST_KEYS)
+        pattern, name_place = entry.required("name")
+        names = _expand(as_text(pattern, name_place), name_place)
+        slots = entry.integer("slots", minimum=0)
+        host_type = entry.text("type", "X86_64")
+        model = entry.text("model", "", nonempty=False)
+        values = {}
+        if (section := entry.section("resources")) is not None:
+            values = read_resource_values(*section, resources)
+        for name in names:
+            if name in seen:
+                name_place.fail(f"duplicate host {name!r}")
+            seen.add(name)
+            hosts.append(
+                HostSpec(
+                    name=name, slots=slots, type=host_type, model=model, resources=dict(values)
+                )
+            )
+    return tuple(hosts)
+
+
+def _expand(pattern: str, place: Place) -> list[str]:
+    if pattern == ALL_HOSTS or pattern.startswith(TEMPLATE_PREFIX):
+        place.fail(f"{pattern!r} is reserved in host lists and cannot name a host")
+    try:
+        return expand_hostnames(pattern)
+    except ValueError as exc:
+        place.fail(str(exc))

@@ -1,0 +1,98 @@
+"""Whole-configuration loading: read, parse, validate, build the ClusterConfig."""
+
+from __future__ import annotations
+
+import os
+
+from xce.config.catalog import read_catalog
+from xce.config.errors import ConfigError
+from xce.config.fields import MapReader, Place, line_of
+from xce.config.hosts import read_hosts
+from xce.config.limits import read_limits
+from xce.config.marked_yaml import load_yaml
+from xce.config.plain import read_plain_mapping
+from xce.config.queues import read_queues
+from xce.config.resources import read_resources
+from xce.config.shared import read_shared
+from xce.model.cluster import ClusterConfig, HostSpec, Limit, ResourceDef
+
+TOP_LEVEL_KEYS = (
+    "cluster",
+    "session_interval",
+    "resources",
+    "hosts",
+    "shared",
+    "queues",
+    "limits",
+    "catalog",
+    "policy",
+    "simulation",
+)
+
+
+def build_config(doc: object, filename: str, field_prefix: str = "") -> ClusterConfig:
+    """Validate a loaded document (or an inlined sub-mapping) and build the ClusterConfig.
+
+    `doc` is what `load_yaml` returned (plain dicts and lists work too, without line
+    numbers). `field_prefix` names where the mapping sits in its document (e.g.
+    "cluster" for a scenario's inline cluster), so fields read `cluster.hosts[0]`.
+    Raises one ConfigError: the first problem found. A section set to null counts as
+    absent, except `queues:`, which then has no queue.
+    """
+    root = Place(filename, line_of(doc, 1), field_prefix)
+    if doc is None:
+        root.fail("the configuration is empty (expected a mapping)")
+    top = MapReader(doc, root, TOP_LEVEL_KEYS)
+    defaults = ClusterConfig()
+    name = top.text("cluster", defaults.cluster)
+    interval = top.number("session_interval", defaults.session_interval, positive=True)
+
+    resources: dict[str, ResourceDef] = {}
+    if (section := top.section("resources")) is not None:
+        resources = read_resources(*section)
+    hosts: tuple[HostSpec, ...] = ()
+    if (section := top.section("hosts")) is not None:
+        hosts = read_hosts(*section, resources)
+    host_names = frozenset(host.name for host in hosts)
+    shared = read_shared(top.get("shared"), top.value_place("shared"), resources, host_names)
+    queues = defaults.queues
+    if "queues" in top:  # present but null is an empty list, not the default queue
+        given = top.get("queues")
+        queues = read_queues([] if given is None else given, top.value_place("queues"), host_names)
+    limits: tuple[Limit, ...] = ()
+    if (section := top.section("limits")) is not None:
+        limits = read_limits(*section, frozenset(queue.name for queue in queues))
+    catalog = read_catalog(top.get("catalog"), top.value_place("catalog"), resources, shared)
+    return ClusterConfig(
+        cluster=name,
+        session_interval=interval,
+        resources=resources,
+        hosts=hosts,
+        shared=shared,
+        queues=queues,
+        limits=limits,
+        catalog=catalog,
+        policy=read_plain_mapping(top.get("policy"), top.value_place("policy")),
+        simulation=read_plain_mapping(top.get("simulation"), top.value_place("simulation")),
+    )
+
+
+def load_config_text(text: str, filename: str = "<string>") -> ClusterConfig:
+    """Parse and validate a cluster configuration given as YAML text."""
+    return build_config(load_yaml(text, filename), filename)
+
+
+def load_config(path: str | os.PathLike[str]) -> ClusterConfig:
+    """Read, parse and validate a cluster configuration file.
+
+    An unreadable file (missing, a directory, not UTF-8) raises
+    ConfigError(path, 0, "", "cannot read: ...").
+    """
+    filename = os.fspath(path)
+    try:
+        with open(filename, encoding="utf-8") as stream:
+            text = stream.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(filename, 0, "", f"cannot read: {reason}") from None
+    return load_config_text(text, filename)

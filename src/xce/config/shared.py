@@ -1,0 +1,68 @@
+"""The `shared:` section: pools of shared (license-like) resources."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from xce.config.fields import MapReader, Place, as_list, describe
+from xce.config.host_patterns import read_host_patterns
+from xce.model.cluster import ResourceDef, SharedPool
+
+DEFAULT_POOL = "default"
+_SHORTHAND_KEYS = ("total",)
+_POOL_KEYS = ("pool", "total", "hosts")
+
+
+def read_shared(
+    value: object | None,
+    place: Place,
+    resources: dict[str, ResourceDef],
+    static_hosts: Collection[str],
+) -> dict[str, tuple[SharedPool, ...]]:
+    """Validate `shared:` into the pools of every shared resource.
+
+    `vcs: {total: 10}` is one pool "default" reachable from every host; a list gives
+    named pools with host lists. A declared shared resource not listed here gets one
+    empty pool "default". Resources come in declaration order, pools in config order.
+    """
+    given: dict[str, tuple[SharedPool, ...]] = {}
+    if value is not None:
+        section = MapReader(value, place)
+        for name, pools, pools_place in section.items():
+            definition = resources.get(name) if isinstance(name, str) else None
+            if definition is None:
+                section.key_place(name).fail(f"unknown resource {name!r}")
+            if not definition.shared:
+                section.key_place(name).fail(f"resource {definition.name!r} is not shared")
+            given[definition.name] = _read_pools(definition.name, pools, pools_place, static_hosts)
+    return {
+        name: given.get(name, (SharedPool(resource=name, pool=DEFAULT_POOL, total=0),))
+        for name, definition in resources.items()
+        if definition.shared
+    }
+
+
+def _read_pools(
+    resource: str, value: object, place: Place, static_hosts: Collection[str]
+) -> tuple[SharedPool, ...]:
+    if isinstance(value, dict):
+        shorthand = MapReader(value, place, _SHORTHAND_KEYS)
+        total = shorthand.number("total", minimum=0)
+        return (SharedPool(resource=resource, pool=DEFAULT_POOL, total=total),)
+    if not isinstance(value, list):
+        place.fail(f"expected a mapping {{total: N}} or a list of pools, got {describe(value)}")
+    items = as_list(value, place)
+    if not items:
+        place.fail("needs at least one pool")
+    pools: list[SharedPool] = []
+    for item, item_place in items:
+        entry = MapReader(item, item_place, _POOL_KEYS)
+        name = entry.text("pool")
+        if any(pool.pool == name for pool in pools):
+            entry.value_place("pool").fail(f"duplicate pool {name!r}")
+        total = entry.number("total", minimum=0)
+        hosts = None
+        if "hosts" in entry:
+            hosts = read_host_patterns(entry.get("hosts"), entry.value_place("hosts"), static_hosts)
+        pools.append(SharedPool(resource=resource, pool=name, total=total, hosts=hosts))
+    return tuple(pools)

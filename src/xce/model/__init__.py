@@ -1,0 +1,1 @@
+"""Data types shared by every layer: configuration, jobs, events, session results."""

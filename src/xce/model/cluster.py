@@ -1,0 +1,115 @@
+"""The cluster configuration as the scheduler sees it (see FORMATS.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+ResourceValue = float | bool
+
+
+class ResourceDef(msgspec.Struct, frozen=True):
+    """A resource name known to the cluster."""
+
+    name: str
+    type: Literal["numeric", "boolean"] = "numeric"
+    consumable: bool = False
+    shared: bool = False
+
+
+class HostSpec(msgspec.Struct, frozen=True):
+    """A static host from the `hosts:` section (name ranges already expanded)."""
+
+    name: str
+    slots: int
+    type: str = "X86_64"
+    model: str = ""
+    resources: dict[str, ResourceValue] = {}
+
+
+class SharedPool(msgspec.Struct, frozen=True):
+    """One pool of a shared resource and the hosts that can reach it.
+
+    `hosts` holds patterns: host names, name ranges, `all` (every static host),
+    `template:GLOB` (hosts provisioned from matching templates). `None` means every host,
+    static or provisioned (the shorthand `vcs: {total: 10}`).
+    """
+
+    resource: str
+    pool: str
+    total: float
+    hosts: tuple[str, ...] | None = None
+
+
+class Queue(msgspec.Struct, frozen=True):
+    """A queue; `hosts=None` means every static host and every template."""
+
+    name: str
+    priority: int = 0
+    hosts: tuple[str, ...] | None = None
+    requeue_on_host_loss: bool = True
+
+
+class Limit(msgspec.Struct, frozen=True):
+    """A resource-allocation limit (LSF `Limit` section).
+
+    `users`/`queues`: `None` = not a dimension (applies to every user/queue, counted
+    together); `"each"` = one counter per user/queue; a tuple = only those, counted
+    together.
+    """
+
+    name: str
+    slots: int | None = None
+    jobs: int | None = None
+    users: Literal["each"] | tuple[str, ...] | None = None
+    queues: Literal["each"] | tuple[str, ...] | None = None
+
+
+class HostTemplate(msgspec.Struct, frozen=True):
+    """The shape of a host a provider can create."""
+
+    name: str
+    provider: str
+    slots: int
+    type: str = "X86_64"
+    model: str = ""
+    resources: dict[str, ResourceValue] = {}
+    max: int = 0
+    rank: int = 0
+    idle_time: float | None = None  # overrides catalog.idle_time for this template
+
+
+class Countable(msgspec.Struct, frozen=True):
+    """A shared resource whose total can grow by borrowing tokens."""
+
+    resource: str
+    pool: str | None = None
+    max_borrow: float = 0
+    idle_time: float = 300
+
+
+class Catalog(msgspec.Struct, frozen=True):
+    """What could be provisioned: host templates and countable resources."""
+
+    idle_time: float = 600
+    max_jobs_per_session: int = 10000
+    templates: tuple[HostTemplate, ...] = ()
+    countables: tuple[Countable, ...] = ()
+
+
+class ClusterConfig(msgspec.Struct, frozen=True):
+    """A whole, validated cluster configuration."""
+
+    cluster: str = "xce"
+    session_interval: float = 10
+    resources: dict[str, ResourceDef] = {}
+    hosts: tuple[HostSpec, ...] = ()
+    shared: dict[str, tuple[SharedPool, ...]] = {}
+    queues: tuple[Queue, ...] = (Queue(name="normal", priority=30),)
+    limits: tuple[Limit, ...] = ()
+    catalog: Catalog = Catalog()
+    # Sections used by later components (policy, simulator); kept as validated
+    # plain data until those components define their types.
+    policy: dict[str, object] = {}
+    simulation: dict[str, object] = {}

@@ -1,0 +1,113 @@
+"""Events that feed the scheduler state. The live controller and the simulator emit
+exactly these; a recording is a sequence of them."""
+
+from __future__ import annotations
+
+import msgspec
+
+from xce.model.cluster import ClusterConfig, ResourceValue
+from xce.model.jobs import JobSpec
+
+HostState = str  # ok, closed, unreach, unavail, expected, failed, decommissioned
+
+
+class ConfigLoaded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    config: ClusterConfig
+
+
+class JobSubmitted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    job: JobSpec
+
+
+class JobKilled(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    job: int
+    time: float = 0
+
+
+class JobStarted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A dispatch applied: `hosts` maps host name to slots, `pools` maps a shared
+    resource to the pool its tokens are taken from."""
+
+    job: int
+    hosts: dict[str, int]
+    time: float = 0
+    pools: dict[str, str] = {}
+
+
+class JobFinished(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    job: int
+    time: float = 0
+    exit_code: int = 0
+
+
+class JobRequeued(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    job: int
+    time: float = 0
+
+
+class JobHeld(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    job: int
+    held: bool = True
+
+
+class HostAdded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A host that is not in the static configuration (a provisioned host), or a
+    static host coming back after removal."""
+
+    name: str
+    slots: int
+    type: str = "X86_64"
+    model: str = ""
+    resources: dict[str, ResourceValue] = {}
+    template: str | None = None
+    state: HostState = "ok"
+    time: float = 0
+    idle_since: float | None = None  # default: `time`
+
+
+class HostStateChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    name: str
+    state: HostState
+    time: float = 0
+
+
+class HostRemoved(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    name: str
+    time: float = 0
+
+
+class SharedTotalChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """The base total of a shared pool changed (`pool` empty: the only pool)."""
+
+    resource: str
+    total: float
+    pool: str = ""
+
+
+class SupplyChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """Runtime supply facts from the provisioning side. Each given mapping updates
+    the named entries (others keep their value). Resource keys read `vcs` (the
+    countable's pool) or `hspice/cloud` (a named pool)."""
+
+    in_flight: dict[str, int] = {}  # template -> expected hosts not yet joined
+    tokens_in_flight: dict[str, float] = {}  # tokens asked for, not yet granted
+    borrowed: dict[str, float] = {}  # borrowed tokens, part of the pool's total
+    headroom: dict[str, float] = {}  # how much more could be borrowed now
+    allowance: dict[str, int] = {}  # template -> how many more hosts it allows now
+    time: float = 0
+
+
+Event = (
+    ConfigLoaded
+    | JobSubmitted
+    | JobKilled
+    | JobStarted
+    | JobFinished
+    | JobRequeued
+    | JobHeld
+    | HostAdded
+    | HostStateChanged
+    | HostRemoved
+    | SharedTotalChanged
+    | SupplyChanged
+)

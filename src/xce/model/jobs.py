@@ -1,0 +1,24 @@
+"""Jobs as submitted, and their states."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+JobState = Literal["PEND", "RUN", "DONE", "EXIT"]
+
+
+class JobSpec(msgspec.Struct, frozen=True):
+    """A job as submitted: who, where, how many slots and what requirement string."""
+
+    id: int
+    user: str = "nobody"
+    queue: str = ""  # empty: the first configured queue
+    n: int = 1
+    res: str = ""
+    submit: float = 0
+    priority: int = 0
+    name: str = ""
+    hold: bool = False
+    run: float | None = None  # recorded run time, used by the simulator

@@ -1,0 +1,213 @@
+"""What one scheduling session produces (see FORMATS.md, "Session result")."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+import msgspec
+
+SortKey = tuple[int, int, float, int]  # (-queue priority, -job priority, submit, id)
+
+
+class OrderedJob(Protocol):
+    """A pending job as the scheduler keeps it: an id and its scheduling-order key."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def key(self) -> SortKey: ...
+
+
+class Dispatch(msgspec.Struct, frozen=True):
+    """Start `job` on `hosts` (host name -> slots); shared tokens from `pools`."""
+
+    job: int
+    hosts: dict[str, int]
+    pools: dict[str, str] = {}
+
+
+class TraceEntry(msgspec.Struct, frozen=True):
+    """One failing check of one evaluation. `job` is the job evaluated; jobs of the same
+    bucket that failed with it share the entry."""
+
+    job: int
+    stage: str  # "real" or "catalog"
+    check: str  # queue, hold, limit, select, slots, consumable, span, shared, template
+    detail: str
+
+
+class PendGroup:
+    """Jobs that pend for the same reason after the same evaluation (one bucket)."""
+
+    __slots__ = ("kind", "members", "reason", "trace")
+
+    def __init__(
+        self, reason: str, kind: str, members: Sequence[OrderedJob], trace: Sequence[int]
+    ) -> None:
+        self.reason = reason
+        self.kind = kind  # resource, limit, queue, hold, provisioning, ...
+        self.members = members
+        self.trace = trace  # indices into SessionResult.trace
+
+    @property
+    def jobs(self) -> list[int]:
+        return [member.id for member in self.members]
+
+
+class HostDemand(msgspec.Struct, frozen=True):
+    template: str
+    count: int
+    in_flight_used: int
+    jobs: list[int]
+
+
+class ResourceDemand(msgspec.Struct, frozen=True):
+    resource: str
+    amount: float
+    in_flight_used: float
+    jobs: list[int]
+
+
+class SurplusHosts(msgspec.Struct, frozen=True):
+    """In-flight hosts of a template that no pending job needs."""
+
+    template: str
+    count: int
+
+
+class SurplusTokens(msgspec.Struct, frozen=True):
+    """Tokens in flight that no pending job needs."""
+
+    resource: str
+    amount: float
+
+
+class Demand(msgspec.Struct, frozen=True):
+    hosts: list[HostDemand] = []
+    resources: list[ResourceDemand] = []
+    surplus_hosts: list[SurplusHosts] = []
+    surplus_tokens: list[SurplusTokens] = []
+
+
+class IdleHost(msgspec.Struct, frozen=True):
+    host: str
+    template: str
+    idle_for: float
+
+
+class IdleResource(msgspec.Struct, frozen=True):
+    resource: str
+    amount: float
+
+
+class Idle(msgspec.Struct, frozen=True):
+    hosts: list[IdleHost] = []
+    resources: list[IdleResource] = []
+
+
+class SessionStats(msgspec.Struct):
+    pending: int = 0
+    real_pass_ms: float = 0.0
+    catalog_pass_ms: float = 0.0
+    end_ms: float = 0.0
+    evaluations: int = 0
+    dispatched: int = 0
+
+
+class SessionResult:
+    """Dispatch decisions, pend reasons, decision trace, demand and idle supply."""
+
+    def __init__(
+        self,
+        now: float,
+        dispatch: list[Dispatch],
+        pending: list[PendGroup],
+        trace: list[TraceEntry],
+        demand: Demand,
+        idle: Idle,
+        stats: SessionStats,
+    ) -> None:
+        self.now = now
+        self.dispatch = dispatch
+        self.pending = pending
+        self.trace = trace
+        self.demand = demand
+        self.idle = idle
+        self.stats = stats
+        self._group_of: dict[int, PendGroup] | None = None
+
+    def _groups(self) -> dict[int, PendGroup]:
+        if self._group_of is None:
+            self._group_of = {m.id: g for g in self.pending for m in g.members}
+        return self._group_of
+
+    def reason_of(self, job: int) -> str | None:
+        """The pend reason of `job` in this session, or None if it was not pending."""
+        group = self._groups().get(job)
+        return group.reason if group else None
+
+    def trace_of(self, job: int) -> list[TraceEntry]:
+        """Every failing check recorded for `job`'s evaluation in this session."""
+        group = self._groups().get(job)
+        return [self.trace[i] for i in group.trace] if group else []
+
+    def pending_in_order(self) -> Iterator[tuple[int, str]]:
+        """(job, reason) for every pending job, in scheduling order."""
+        streams = [((m.key, m.id, g.reason) for m in g.members) for g in self.pending]
+        for _key, job, reason in heapq.merge(*streams):
+            yield job, reason
+
+    def to_json_obj(self) -> dict[str, Any]:
+        """The session result exactly as FORMATS.md specifies it."""
+        return {
+            "now": self.now,
+            "dispatch": [{"job": d.job, "hosts": d.hosts} for d in self.dispatch],
+            "pending": [{"job": j, "reason": r} for j, r in self.pending_in_order()],
+            "demand": demand_json(self.demand),
+            "idle": {
+                "hosts": [msgspec.to_builtins(h) for h in self.idle.hosts],
+                "resources": [
+                    {"resource": r.resource, "amount": number(r.amount)}
+                    for r in self.idle.resources
+                ],
+            },
+            "stats": {
+                "pending": self.stats.pending,
+                "real_pass_ms": round(self.stats.real_pass_ms, 3),
+                "catalog_pass_ms": round(self.stats.catalog_pass_ms, 3),
+                "end_ms": round(self.stats.end_ms, 3),
+            },
+        }
+
+
+def number(value: float) -> float | int:
+    """Whole amounts print as integers, as in FORMATS.md."""
+    return int(value) if float(value).is_integer() else value
+
+
+def demand_json(demand: Demand) -> dict[str, Any]:
+    """Demand as FORMATS.md shows it; `surplus` only when there is some."""
+    out: dict[str, Any] = {
+        "hosts": [msgspec.to_builtins(h) for h in demand.hosts],
+        "resources": [
+            {
+                "resource": r.resource,
+                "amount": number(r.amount),
+                "in_flight_used": number(r.in_flight_used),
+                "jobs": r.jobs,
+            }
+            for r in demand.resources
+        ],
+    }
+    if demand.surplus_hosts or demand.surplus_tokens:
+        out["surplus"] = {
+            "hosts": [msgspec.to_builtins(h) for h in demand.surplus_hosts],
+            "resources": [
+                {"resource": t.resource, "amount": number(t.amount)}
+                for t in demand.surplus_tokens
+            ],
+        }
+    return out

@@ -1,0 +1,216 @@
+"""Read a scenario file into the events that build the scheduler state it describes.
+
+Every problem is a ConfigError naming the scenario file, line and field, including
+jobs the scheduler would refuse (unknown queue, bad requirement string).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+from xce.config import ConfigError, build_config, load_config, load_yaml
+from xce.config.fields import MapReader, Place, as_int, as_list, as_number
+from xce.model.cluster import ClusterConfig
+from xce.model.events import (
+    ConfigLoaded,
+    Event,
+    HostAdded,
+    HostStateChanged,
+    JobHeld,
+    JobStarted,
+    JobSubmitted,
+    SupplyChanged,
+)
+from xce.model.jobs import JobSpec
+from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
+
+JOB_KEYS = (
+    "id", "ids", "user", "queue", "n", "res", "submit", "priority", "name", "state",
+    "hosts", "start", "run", "hold",
+)
+HOST_KEYS = ("name", "state", "template", "joined", "idle_since")
+
+
+class Scenario(msgspec.Struct):
+    """A scheduler state at a moment: the events that build it, and `now`."""
+
+    now: float
+    config: ClusterConfig
+    events: list[Event]
+
+    def state(self) -> SchedulerState:
+        """A fresh scheduler state with every event applied."""
+        state = SchedulerState()
+        state.apply_all(self.events)
+        return state
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    """Load a scenario file (see FORMATS.md)."""
+    filename = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(filename, 0, "", f"cannot read: {err}") from err
+    return load_scenario_text(text, filename, Path(path).parent)
+
+
+def load_scenario_text(text: str, filename: str, base_dir: Path | None = None) -> Scenario:
+    """Load a scenario from text; `cluster_file` is relative to `base_dir`."""
+    doc = load_yaml(text, filename)
+    root = MapReader(
+        doc, Place(filename, 1, ""), ("now", "cluster", "cluster_file", "jobs", "hosts", "supply")
+    )
+    now = root.number("now", 0.0)
+    config = _cluster(root, filename, base_dir or Path("."))
+    state = SchedulerState(config)
+    events: list[Event] = [ConfigLoaded(config=config)]
+    hosts = root.section("hosts")
+    if hosts is not None:
+        for item, place in as_list(*hosts):
+            events.append(_apply(state, _host_event(item, place, config), place))
+    jobs = root.section("jobs")
+    started: list[tuple[Event, Place]] = []
+    if jobs is not None:
+        for item, place in as_list(*jobs):
+            for event, later in _job_events(item, place):
+                if later:
+                    started.append((event, place))
+                else:
+                    events.append(_apply(state, event, place))
+    supply = root.section("supply")
+    if supply is not None:
+        events.append(_apply(state, _supply_event(*supply), supply[1]))
+    for event, place in sorted(started, key=lambda item: _start_time(item[0])):
+        events.append(_apply(state, event, place))
+    return Scenario(now=now, config=config, events=events)
+
+
+def _start_time(event: Event) -> float:
+    return event.time if isinstance(event, JobStarted) else 0.0
+
+
+def _supply_event(value: object, place: Place) -> SupplyChanged:
+    supply = MapReader(
+        value, place, ("in_flight", "tokens_in_flight", "borrowed", "headroom", "allowance")
+    )
+    counts: dict[str, dict[str, float]] = {}
+    for section in ("in_flight", "tokens_in_flight", "borrowed", "headroom", "allowance"):
+        found = supply.section(section)
+        if found is None:
+            continue
+        entries = MapReader(*found)
+        whole = section in ("in_flight", "allowance")
+        counts[section] = {
+            str(key): (
+                as_int(item, item_place, section, minimum=0)
+                if whole
+                else as_number(item, item_place, section, minimum=0)
+            )
+            for key, item, item_place in entries.items()
+        }
+    return SupplyChanged(
+        in_flight={k: int(v) for k, v in counts.get("in_flight", {}).items()},
+        tokens_in_flight=counts.get("tokens_in_flight", {}),
+        borrowed=counts.get("borrowed", {}),
+        headroom=counts.get("headroom", {}),
+        allowance={k: int(v) for k, v in counts.get("allowance", {}).items()},
+    )
+
+
+def _apply(state: SchedulerState, event: Event, place: Place) -> Event:
+    """Apply to a scratch state so that refusals are reported at the right line."""
+    try:
+        state.apply(event)
+    except (SubmitError, SchedulerInputError) as err:
+        place.fail(str(err))
+    return event
+
+
+def _cluster(root: MapReader, filename: str, base_dir: Path) -> ClusterConfig:
+    inline = root.section("cluster")
+    if inline is not None:
+        if "cluster_file" in root:
+            root.key_place("cluster_file").fail("give either cluster or cluster_file")
+        return build_config(inline[0], filename, field_prefix="cluster")
+    if "cluster_file" in root:
+        return load_config(base_dir / root.text("cluster_file"))
+    return root.place.fail("a scenario needs cluster or cluster_file")
+
+
+def _host_event(item: object, place: Place, config: ClusterConfig) -> Event:
+    host = MapReader(item, place, HOST_KEYS)
+    name = host.text("name")
+    state = host.text("state", "ok")
+    static = {h.name for h in config.hosts}
+    if name in static:
+        if "template" in host:
+            host.key_place("template").fail(f"'{name}' is a static host")
+        return HostStateChanged(name=name, state=state)
+    if "template" not in host:
+        host.key_place("name").fail(f"unknown host '{name}' (give its template)")
+    template_name = host.text("template")
+    templates = {t.name: t for t in config.catalog.templates}
+    template = templates.get(template_name)
+    if template is None:
+        host.value_place("template").fail(f"unknown template '{template_name}'")
+    joined = host.number("joined", 0.0)
+    return HostAdded(
+        name=name, slots=template.slots, type=template.type, model=template.model,
+        resources=dict(template.resources), template=template.name, state=state,
+        time=joined, idle_since=host.optional_number("idle_since"),
+    )
+
+
+def _job_events(item: object, place: Place) -> list[tuple[Event, bool]]:
+    """The events of one `jobs:` entry; True marks events applied after all submissions."""
+    job = MapReader(item, place, JOB_KEYS)
+    if ("id" in job) == ("ids" in job):
+        job.place.fail("give exactly one of id or ids")
+    if "id" in job:
+        ids = [job.integer("id", minimum=0)]
+    else:
+        ids = _id_range(job.text("ids"), job.value_place("ids"))
+    state = job.text("state", "PEND")
+    if state not in ("PEND", "RUN"):
+        job.value_place("state").fail(f"state must be PEND or RUN, got '{state}'")
+    hosts: dict[str, int] = {}
+    if state == "RUN":
+        hosts_map = MapReader(job.required("hosts")[0], job.value_place("hosts"))
+        for name, slots, slot_place in hosts_map.items():
+            hosts[str(name)] = as_int(slots, slot_place, "slots", minimum=1)
+        if len(ids) != 1:
+            job.value_place("ids").fail("a RUN entry names one job")
+    elif "hosts" in job:
+        job.key_place("hosts").fail("hosts is only for RUN jobs")
+    n = job.integer("n", 1, minimum=1)
+    run = job.optional_number("run", minimum=0)
+    events: list[tuple[Event, bool]] = []
+    for job_id in ids:
+        spec = JobSpec(
+            id=job_id, user=job.text("user", "nobody"), queue=job.text("queue", ""), n=n,
+            res=job.text("res", "", nonempty=False), submit=job.number("submit", 0.0),
+            priority=job.integer("priority", 0), name=job.text("name", "", nonempty=False),
+            run=run,
+        )
+        events.append((JobSubmitted(job=spec), False))
+        if job.flag("hold", False):
+            events.append((JobHeld(job=job_id), False))
+    if state == "RUN":
+        start = job.number("start", 0.0)
+        events.append((JobStarted(job=ids[0], hosts=hosts, time=start), True))
+    return events
+
+
+def _id_range(text: str, place: Place) -> list[int]:
+    try:
+        first, _, last = text.partition("-")
+        low, high = int(first), int(last or first)
+    except ValueError:
+        place.fail(f"expected an id range like '3-1002', got '{text}'")
+    if low < 0 or high < low or high - low > 10_000_000:
+        place.fail(f"bad id range '{text}'")
+    return list(range(low, high + 1))

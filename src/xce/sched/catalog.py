@@ -1,0 +1,471 @@
+"""The catalog pass: would a job that failed on resources fit on supply we could
+obtain?
+
+Jobs that failed the real pass on resources are tried, in scheduling order, on
+virtual supply: hosts of templates (in flight first, then hosts already opened this
+session, then new ones, templates by rank) and tokens that are in flight or could be
+borrowed (headroom). What a job is placed on stays reserved for the rest of the
+session, so later jobs see less: demand respects job order and nothing is counted
+twice. Virtual hosts are packed first-fit.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+
+from xce.model.cluster import HostTemplate
+from xce.model.result import SortKey, TraceEntry
+from xce.sched.buckets import Bucket, PendingJob
+from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.eligibility import reach
+from xce.sched import placement
+from xce.sched.hosts import HostRecord, template_allowed
+from xce.sched.pools import PoolRecord
+from xce.sched.realpass import Evaluator, Failure, Settled
+from xce.sched.reasons import LIMIT, RESOURCE
+from xce.sched.state import SchedulerState
+
+
+class TemplateSupply:
+    """One template's virtual hosts in this session."""
+
+    __slots__ = (
+        "allowance",
+        "empty",
+        "expected",
+        "hosts",
+        "in_flight",
+        "index",
+        "jobs",
+        "new",
+        "template",
+        "used",
+    )
+
+    def __init__(
+        self, index: int, template: HostTemplate, in_flight: int, allowance: int
+    ) -> None:
+        self.index = index  # position in rank order
+        self.template = template
+        self.expected: set[int] = set()  # capacity indices of the in-flight hosts
+        self.in_flight = in_flight  # hosts[:in_flight] are the expected hosts
+        self.allowance = allowance  # new hosts that may still be opened
+        self.hosts: list[int] = []  # capacity indices, in the order they are tried
+        self.new = 0  # new hosts opened
+        self.used: set[int] = set()  # in-flight hosts given work
+        self.jobs: list[int] = []
+        self.empty = HostRecord(
+            -1, f"{template.name}:virtual", template.slots, template.type, template.model,
+            template.resources, template.name, "ok", 0,
+        )
+
+
+class TokenSupply:
+    """Tokens of one pool that are in flight or could be borrowed."""
+
+    __slots__ = ("from_headroom", "from_in_flight", "headroom", "in_flight", "jobs", "pool")
+
+    def __init__(self, pool: PoolRecord) -> None:
+        self.pool = pool
+        self.in_flight = pool.tokens_in_flight
+        self.headroom = pool.available_headroom()
+        self.from_in_flight = 0.0
+        self.from_headroom = 0.0
+        self.jobs: list[int] = []
+
+
+class TokenUse:
+    """Tokens one job takes from a pool: `short` of them are not there yet."""
+
+    __slots__ = ("amount", "from_headroom", "from_in_flight", "pool", "supply")
+
+    def __init__(
+        self,
+        pool: PoolRecord,
+        supply: TokenSupply | None,
+        amount: float,
+        from_in_flight: float = 0.0,
+        from_headroom: float = 0.0,
+    ) -> None:
+        self.pool = pool
+        self.supply = supply
+        self.amount = amount
+        self.from_in_flight = from_in_flight
+        self.from_headroom = from_headroom
+
+    @property
+    def short(self) -> float:
+        return self.from_in_flight + self.from_headroom
+
+
+class Placed:
+    """Where the catalog pass put one job."""
+
+    __slots__ = ("job", "new_hosts", "template", "tokens")
+
+    def __init__(
+        self, job: int, template: TemplateSupply | None, new_hosts: bool, tokens: list[TokenUse]
+    ) -> None:
+        self.job = job
+        self.template = template
+        self.new_hosts = new_hosts
+        self.tokens = tokens
+
+
+Outcome = Placed | Failure | None  # None: nothing provisionable could help
+
+
+class CatalogPass:
+    """Runs the catalog pass over the buckets the real pass settled on resources."""
+
+    def __init__(
+        self,
+        state: SchedulerState,
+        cap: Capacity,
+        evaluator: Evaluator,
+        trace: list[TraceEntry],
+    ) -> None:
+        self.state = state
+        self.cap = cap
+        self.evaluator = evaluator
+        self.trace = trace
+        self.templates: list[TemplateSupply] = []
+        catalog = state.config.catalog
+        ranked = sorted(catalog.templates, key=lambda t: (t.rank, t.name))
+        for position, template in enumerate(ranked):
+            in_flight = max(0, state.in_flight.get(template.name, 0))
+            allowance = template.max - state.template_alive(template.name) - in_flight
+            if template.name in state.allowance:
+                allowance = min(allowance, state.allowance[template.name])
+            supply = TemplateSupply(position, template, in_flight, max(0, allowance))
+            supply.hosts = [self._open(supply) for _ in range(in_flight)]
+            supply.expected = set(supply.hosts)
+            self.templates.append(supply)
+        self.tokens: dict[PoolRecord, TokenSupply] = {
+            pool: TokenSupply(pool)
+            for pools in state.pools.values()
+            for pool in pools
+            if pool.countable is not None
+        }
+        self.budget = catalog.max_jobs_per_session
+        self.evaluated = 0
+        self.placed: list[Placed] = []
+        # Per bucket: templates that can never hold it (static), and first-fit cursors.
+        self._fits: dict[tuple[int, int], Failure | None] = {}
+        self._cursor: dict[tuple[int, int], int] = {}
+        self._trace_of: dict[int, list[int]] = {}  # id(bucket) -> trace indices
+
+    # ------------------------------------------------------------------ driver
+    def run(self, settled: list[Settled]) -> list[tuple[Settled, list[PendingJob], Outcome]]:
+        """Try the settled buckets' jobs in scheduling order.
+
+        Returns, per bucket, runs of jobs with what happened to them: a Placed for
+        each placed job (one entry per job), a Failure (the catalog's reason for the
+        rest of the bucket) or None (keep the real pass's reason)."""
+        results: list[tuple[Settled, list[PendingJob], Outcome]] = []
+        heap: list[tuple[SortKey, int, Settled, int]] = [
+            (s.members[0].key, seq, s, 0)
+            for seq, s in enumerate(settled)
+            if s.failure.kind == RESOURCE and s.members
+        ]
+        for s in settled:
+            if s.failure.kind != RESOURCE:
+                results.append((s, s.members, None))
+        heapq.heapify(heap)
+        while heap:
+            _key, seq, s, pos = heapq.heappop(heap)
+            if self.evaluated >= self.budget:
+                results.append((s, s.members[pos:], None))
+                self._note(s, s.members[pos], "cap", f"catalog pass cap reached ({self.budget} jobs)")
+                continue
+            next_key = heap[0][0] if heap else None
+            members = s.members
+            while pos < len(members) and (next_key is None or members[pos].key < next_key):
+                if self.evaluated >= self.budget:
+                    break
+                self.evaluated += 1
+                job = members[pos]
+                outcome = self.try_job(s, job)
+                if not isinstance(outcome, Placed):
+                    results.append((s, members[pos:], outcome))
+                    pos = len(members)
+                    break
+                results.append((s, [job], outcome))
+                pos += 1
+            if pos < len(members):
+                heapq.heappush(heap, (members[pos].key, seq, s, pos))
+        return results
+
+    def trace_indices(self, bucket: Bucket) -> list[int]:
+        return self._trace_of.get(id(bucket), [])
+
+    def _note(self, s: Settled, job: PendingJob, check: str, detail: str) -> None:
+        self.trace.append(TraceEntry(job.id, "catalog", check, detail))
+        self._trace_of.setdefault(id(s.bucket), []).append(len(self.trace) - 1)
+
+    # ------------------------------------------------------------------ one job
+    def try_job(self, s: Settled, job: PendingJob) -> Outcome:
+        bucket = s.bucket
+        failure = self.evaluator.limit_failure(bucket)
+        if failure is not None:
+            self._note(s, job, "limit", failure.reason)
+            return failure
+        if s.failure.check == "shared":
+            placed = self._on_real_hosts(s, job)
+            if placed is not None:
+                return placed
+        usable = [t for t in self.templates if self._static_fit(s, job, t) is None]
+        if not usable:
+            return self._why_not(s)
+        first: Failure | None = None
+        for phase in (1, 2, 3):
+            for supply in usable:
+                outcome = self._on_template(s, job, supply, phase)
+                if isinstance(outcome, Placed):
+                    return outcome
+                if isinstance(outcome, Failure):
+                    self._note(s, job, outcome.check, outcome.detail)
+                    first = first or outcome
+        assert first is not None  # phase 3 always places or says why not
+        return first
+
+    def _why_not(self, s: Settled) -> Outcome:
+        """No template can take this bucket: say why, or keep the real reason when the
+        queue may not burst at all."""
+        verdicts = [self._fits[(id(s.bucket), t.index)] for t in self.templates]
+        checks = [v for v in verdicts if v is not None and v.check != "queue"]
+        if not checks:
+            return None
+        select = [v for v in checks if v.check == "select"]
+        if len(select) == len(checks) and s.bucket.req.select is not None:
+            return Failure(
+                RESOURCE, "select",
+                f"No template can host this job: select[{s.bucket.req.select.text}]",
+            )
+        shape = next(v for v in checks if v.check != "select")
+        return Failure(RESOURCE, shape.check, f"No template can host this job: {shape.detail}")
+
+    def _static_fit(self, s: Settled, job: PendingJob, supply: TemplateSupply) -> Failure | None:
+        """Whether hosts of a template could ever take this bucket (cached)."""
+        bucket = s.bucket
+        key = (id(bucket), supply.index)
+        if key in self._fits:
+            return self._fits[key]
+        template = supply.template
+        verdict: Failure | None = None
+        select = bucket.req.select
+        if not template_allowed(bucket.queue.hosts, template.name):
+            verdict = Failure(
+                RESOURCE, "queue", f"queue {bucket.queue.name} may not use template {template.name}"
+            )
+        elif select is not None and not select(supply.empty.attrs):
+            verdict = Failure(
+                RESOURCE, "select", f"select[{select.text}] does not match template {template.name}"
+            )
+        else:
+            room = self._empty_room(bucket, supply)
+            need = self._unit(bucket)
+            if room < need:
+                verdict = Failure(
+                    RESOURCE, "shape",
+                    f"template {template.name} holds {room} such slots per host, "
+                    f"the job needs {need} on one host",
+                )
+            else:
+                for res, _amount in bucket.shared:
+                    if not any(
+                        p.hosts is None or template_allowed(p.hosts, template.name)
+                        for p in self.state.pools[res]
+                    ):
+                        verdict = Failure(
+                            RESOURCE, "shared",
+                            f"no pool of {res} reaches template {template.name}",
+                        )
+                        break
+        self._fits[key] = verdict
+        if verdict is not None:
+            self._note(s, job, verdict.check, verdict.detail)
+        return verdict
+
+    @staticmethod
+    def _unit(bucket: Bucket) -> int:
+        """Slots the job needs on at least one host."""
+        req = bucket.req
+        if req.span_hosts == 1:
+            return bucket.n
+        if req.span_ptile is not None:
+            return min(req.span_ptile, bucket.n)
+        return 1
+
+    @staticmethod
+    def _empty_room(bucket: Bucket, supply: TemplateSupply) -> int:
+        room = supply.template.slots
+        for res, amount in bucket.per_slot:
+            value = supply.template.resources.get(res, 0)
+            have = 0.0 if isinstance(value, bool) else float(value)
+            room = min(room, int((have + EPSILON) // amount))
+        return room
+
+    # ------------------------------------------------------------------ placements
+    def _on_real_hosts(self, s: Settled, job: PendingJob) -> Placed | None:
+        """A job short only of shared tokens: real hosts plus tokens to come."""
+        bucket = s.bucket
+        cands = self.evaluator.candidates(bucket)
+        if isinstance(cands, Failure):
+            return None
+        req = bucket.req
+        hosts = placement.place(
+            self.cap, cands, bucket.n, bucket.per_slot, req.span_hosts, req.span_ptile,
+            self.evaluator.key_for(bucket),
+        )
+        if hosts is None:
+            return None
+        tokens = self._cover(bucket, lambda p: self._reaches_real(p, hosts))
+        if isinstance(tokens, Failure):
+            self._note(s, job, tokens.check, tokens.detail)
+            return None
+        return self._commit(bucket, job, None, hosts, False, tokens)
+
+    def _reaches_real(self, pool: PoolRecord, hosts: dict[int, int]) -> bool:
+        reachable = reach(self.state, pool)
+        return reachable is None or all(i in reachable for i in hosts)
+
+    def _on_template(
+        self, s: Settled, job: PendingJob, supply: TemplateSupply, phase: int
+    ) -> Outcome:
+        """Phase 1: in-flight hosts only; 2: hosts opened so far; 3: new hosts too."""
+        bucket = s.bucket
+        cap = self.cap
+        key = (id(bucket), supply.index)
+        cursor = self._cursor.get(key, 0)
+        hosts_list = supply.hosts
+        limit = supply.in_flight if phase == 1 else len(hosts_list)
+        n, per_slot = bucket.n, bucket.per_slot
+        unit = self._unit(bucket)
+        # Hosts before the cursor can no longer take even one unit of this bucket.
+        while cursor < limit and cap.usable(hosts_list[cursor], per_slot) < unit:
+            cursor += 1
+        self._cursor[key] = cursor
+        chosen: dict[int, int] = {}
+        left = n
+        ptile = bucket.req.span_ptile
+        single = unit == n
+        for position in range(cursor, limit):
+            index = hosts_list[position]
+            room = cap.usable(index, per_slot)
+            if single:
+                if room >= n:
+                    chosen[index] = n
+                    left = 0
+                    break
+                continue
+            take = min(room, left) if ptile is None else min(ptile, left)
+            if take > 0 and room >= take:
+                chosen[index] = take
+                left -= take
+                if left == 0:
+                    break
+        fresh: list[int] = []
+        if left > 0:
+            if phase < 3:
+                return None
+            per_host = n if single else (
+                self._empty_room(bucket, supply) if ptile is None else min(ptile, n)
+            )
+            count = math.ceil(left / per_host)
+            if count > supply.allowance:
+                template = supply.template
+                return Failure(
+                    RESOURCE, "allowance",
+                    f"Template {template.name} allows no more hosts (max {template.max})",
+                )
+            for _ in range(count):
+                index = self._open(supply)
+                fresh.append(index)
+                chosen[index] = min(per_host, left)
+                left -= chosen[index]
+        name = supply.template.name
+        tokens = self._cover(
+            bucket, lambda p: p.hosts is None or template_allowed(p.hosts, name)
+        )
+        if isinstance(tokens, Failure):
+            self.cap.drop_hosts(len(fresh))
+            return tokens
+        hosts_list.extend(fresh)
+        supply.new += len(fresh)
+        supply.allowance -= len(fresh)
+        return self._commit(bucket, job, supply, chosen, bool(fresh), tokens)
+
+    def _open(self, supply: TemplateSupply) -> int:
+        template = supply.template
+        host = HostRecord(
+            len(self.cap.hosts), f"{template.name}:virtual{len(self.cap.hosts)}",
+            template.slots, template.type, template.model, template.resources,
+            template.name, "ok", 0,
+        )
+        resources = {
+            r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
+        }
+        return self.cap.add_host(host, resources)
+
+    def _cover(
+        self, bucket: Bucket, reachable: Callable[[PoolRecord], bool]
+    ) -> list[TokenUse] | Failure:
+        """Tokens for the job's shared needs: free ones, then in flight, then headroom."""
+        uses: list[TokenUse] = []
+        for res, amount in bucket.shared:
+            best_short = amount
+            headroom = 0.0
+            for pool in self.state.pools[res]:
+                if not reachable(pool):
+                    continue
+                free = max(0.0, self.cap.pool_free[pool])
+                short = max(0.0, amount - free)
+                supply = self.tokens.get(pool)
+                if short <= EPSILON:
+                    uses.append(TokenUse(pool, supply, amount))
+                    break
+                if supply is None:
+                    best_short = min(best_short, short)
+                    continue
+                from_in_flight = min(short, supply.in_flight)
+                from_headroom = short - from_in_flight
+                if from_headroom <= supply.headroom + EPSILON:
+                    uses.append(TokenUse(pool, supply, amount, from_in_flight, from_headroom))
+                    break
+                best_short = min(best_short, short)
+                headroom = max(headroom, supply.headroom)
+            else:
+                return Failure(
+                    RESOURCE, "tokens",
+                    f"Short {best_short:g} of {res}: not enough headroom to borrow "
+                    f"({headroom:g} left)",
+                )
+        return uses
+
+    def _commit(
+        self,
+        bucket: Bucket,
+        job: PendingJob,
+        supply: TemplateSupply | None,
+        hosts: dict[int, int],
+        new_hosts: bool,
+        tokens: list[TokenUse],
+    ) -> Placed:
+        self.cap.take(hosts, bucket.per_slot, {u.pool: u.amount for u in tokens}, bucket.limit_refs)
+        for use in tokens:
+            if use.supply is not None and use.short > 0:
+                use.supply.in_flight -= use.from_in_flight
+                use.supply.headroom -= use.from_headroom
+                use.supply.from_in_flight += use.from_in_flight
+                use.supply.from_headroom += use.from_headroom
+                use.supply.jobs.append(job.id)
+        if supply is not None:
+            supply.jobs.append(job.id)
+            supply.used.update(i for i in hosts if i in supply.expected)
+        placed = Placed(job.id, supply, new_hosts, tokens)
+        self.placed.append(placed)
+        return placed
+

@@ -1,0 +1,99 @@
+"""The session-end handler's demand: what the catalog pass placed, added up per
+template and per pool, with the pend reasons of the jobs that wait for it."""
+
+from __future__ import annotations
+
+from xce.model.result import (
+    Demand,
+    HostDemand,
+    PendGroup,
+    ResourceDemand,
+    SurplusHosts,
+    SurplusTokens,
+)
+from xce.sched.buckets import PendingJob
+from xce.sched.catalog import CatalogPass, Outcome, Placed
+from xce.sched.realpass import Failure, Settled
+from xce.sched.reasons import PROVISIONING
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def waiting_reason(placed: Placed) -> str:
+    """The pend reason of a job that waits for provisioned supply."""
+    parts: list[str] = []
+    supply = placed.template
+    if supply is not None:
+        if placed.new_hosts:
+            detail = f"{_plural(supply.new, 'new host')} requested this session"
+        else:
+            detail = f"{_plural(supply.in_flight, 'host')} in flight"
+        parts.append(
+            f"Waiting for provisioning: fits on template {supply.template.name} ({detail})"
+        )
+    for use in placed.tokens:
+        if use.short <= 0:
+            continue
+        if use.from_headroom > 0:
+            tail = f"headroom {use.pool.available_headroom():g}"
+        else:
+            tail = f"{use.pool.tokens_in_flight:g} in flight"
+        if parts:
+            parts.append(f"short {use.short:g} of {use.pool.label} ({tail})")
+        else:
+            parts.append(f"Short {use.short:g} of {use.pool.label}; waiting for provisioning ({tail})")
+    return "; ".join(parts)
+
+
+def pend_groups(
+    catalog: CatalogPass, outcomes: list[tuple[Settled, list[PendingJob], Outcome]]
+) -> list[PendGroup]:
+    """Pend groups for the buckets the real pass settled on resources, after the
+    catalog pass: jobs waiting for provisioning get their own reasons."""
+    groups: list[PendGroup] = []
+    waiting: dict[tuple[int, str], PendGroup] = {}
+    for settled, members, outcome in outcomes:
+        trace = [settled.trace, *catalog.trace_indices(settled.bucket)]
+        if isinstance(outcome, Placed):
+            reason = waiting_reason(outcome)
+            key = (id(settled.bucket), reason)
+            group = waiting.get(key)
+            if group is None:
+                group = waiting[key] = PendGroup(reason, PROVISIONING, [], trace)
+                groups.append(group)
+            assert isinstance(group.members, list)
+            group.members.extend(members)
+        elif isinstance(outcome, Failure):
+            groups.append(PendGroup(outcome.reason, outcome.kind, members, trace))
+        else:
+            failure = settled.failure
+            groups.append(PendGroup(failure.reason, failure.kind, members, trace))
+    return groups
+
+
+def demand(catalog: CatalogPass) -> Demand:
+    """Per template the new hosts and in-flight hosts used; per pool the tokens to
+    borrow and in-flight tokens used; each with its jobs in scheduling order."""
+    hosts = [
+        HostDemand(s.template.name, s.new, len(s.used), s.jobs)
+        for s in catalog.templates
+        if s.jobs
+    ]
+    resources = [
+        ResourceDemand(t.pool.label, t.from_headroom, t.from_in_flight, t.jobs)
+        for t in catalog.tokens.values()
+        if t.jobs
+    ]
+    surplus_hosts = [
+        SurplusHosts(s.template.name, s.in_flight - len(s.used))
+        for s in catalog.templates
+        if s.in_flight > len(s.used)
+    ]
+    surplus_tokens = [
+        SurplusTokens(t.pool.label, t.in_flight)
+        for t in catalog.tokens.values()
+        if t.in_flight > 0
+    ]
+    return Demand(hosts, resources, surplus_hosts, surplus_tokens)

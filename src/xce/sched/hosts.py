@@ -1,0 +1,92 @@
+"""Hosts as the scheduler keeps them, and which queues and pools can use them."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+from xce.model.cluster import Queue, ResourceValue
+
+OPEN_STATE = "ok"
+
+
+class HostRecord:
+    """One host known to the scheduler (static or provisioned)."""
+
+    __slots__ = (
+        "attrs",
+        "class_key",
+        "idle_since",
+        "index",
+        "joined",
+        "model",
+        "name",
+        "resources",
+        "running",
+        "slots",
+        "state",
+        "template",
+        "type",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        slots: int,
+        type_: str,
+        model: str,
+        resources: dict[str, ResourceValue],
+        template: str | None,
+        state: str,
+        joined: float,
+    ) -> None:
+        self.index = index
+        self.name = name
+        self.slots = slots
+        self.type = type_
+        self.model = model
+        self.resources = dict(resources)
+        self.template = template
+        self.state = state
+        self.joined = joined
+        self.idle_since = joined
+        self.running: dict[int, int] = {}  # job id -> slots on this host
+        self.attrs: dict[str, str | float | bool] = {
+            "type": type_,
+            "model": model,
+            "hname": name,
+            "slots": float(slots),
+            **{k: (v if isinstance(v, bool) else float(v)) for k, v in resources.items()},
+        }
+        # Hosts with the same class key answer every hname-free select the same way.
+        self.class_key = (type_, model, slots, tuple(sorted(resources.items())))
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == OPEN_STATE
+
+
+def pattern_matches(patterns: tuple[str, ...] | None, host: HostRecord) -> bool:
+    """Whether a host list (queue or pool `hosts:`) includes `host`.
+
+    `None` includes every host. `all` includes every static host; `template:GLOB`
+    includes hosts provisioned from matching templates; other entries are host names.
+    """
+    if patterns is None:
+        return True
+    if host.template is None:
+        return "all" in patterns or host.name in patterns
+    return any(
+        p.startswith("template:") and fnmatchcase(host.template, p[9:]) for p in patterns
+    )
+
+
+def template_allowed(patterns: tuple[str, ...] | None, template: str) -> bool:
+    """Whether a host list lets a queue or pool use hosts of `template`."""
+    if patterns is None:
+        return True
+    return any(p.startswith("template:") and fnmatchcase(template, p[9:]) for p in patterns)
+
+
+def queue_allows(queue: Queue, host: HostRecord) -> bool:
+    return pattern_matches(queue.hosts, host)

@@ -1,0 +1,258 @@
+"""The real pass: pending jobs in scheduling order against real, open capacity.
+
+Buckets are merged by the key of their next job (a heap), so the pass walks jobs in
+exact scheduling order, but a bucket that fails is settled for all its remaining
+jobs at once: capacity and limits only shrink within a session.
+"""
+
+from __future__ import annotations
+
+import heapq
+from itertools import product
+
+from xce.model.result import Dispatch, SortKey, TraceEntry
+from xce.sched.buckets import Bucket, PendingJob
+from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.eligibility import eligible, name_rank, reach
+from xce.sched.placement import HostKey, host_key, place, shortfall
+from xce.sched.pools import PoolRecord
+from xce.sched.reasons import LIMIT, RESOURCE, no_host, none_open, short_shared
+from xce.sched.limits import limit_reason
+from xce.sched.state import SchedulerState
+
+Placement = tuple[dict[int, int], dict[PoolRecord, float]]
+
+
+class Failure:
+    """Why a bucket's next job could not start."""
+
+    __slots__ = ("check", "detail", "kind", "reason")
+
+    def __init__(self, kind: str, check: str, reason: str, detail: str = "") -> None:
+        self.kind = kind
+        self.check = check
+        self.reason = reason
+        self.detail = detail or reason
+
+
+class Settled:
+    """A bucket whose remaining jobs pend for one reason this session."""
+
+    __slots__ = ("bucket", "failure", "members", "trace")
+
+    def __init__(
+        self, bucket: Bucket, members: list[PendingJob], failure: Failure, trace: int
+    ) -> None:
+        self.bucket = bucket
+        self.members = members
+        self.failure = failure
+        self.trace = trace
+
+
+class Evaluator:
+    """Evaluates buckets against a session's capacity (the real pass and, with virtual
+    hosts added to the capacity, the catalog pass share it)."""
+
+    def __init__(self, state: SchedulerState, cap: Capacity) -> None:
+        self.state = state
+        self.cap = cap
+        self.ranks = name_rank(state)
+        self._keys: dict[int, HostKey] = {}
+
+    def key_for(self, bucket: Bucket) -> HostKey:
+        found = self._keys.get(id(bucket))
+        if found is None:
+            found = self._keys[id(bucket)] = host_key(self.cap, bucket.req.order, self.ranks)
+        return found
+
+    def limit_failure(self, bucket: Bucket) -> Failure | None:
+        limits = self.state.config.limits
+        for ref in bucket.limit_refs:
+            limit = limits[ref[0]]
+            slots, jobs = self.cap.limit_counts(ref)
+            if limit.slots is not None and slots + bucket.n > limit.slots:
+                return Failure(LIMIT, "limit", limit_reason(limit, f"{limit.slots} slots"))
+            if limit.jobs is not None and jobs + 1 > limit.jobs:
+                return Failure(LIMIT, "limit", limit_reason(limit, f"{limit.jobs} jobs"))
+        return None
+
+    def candidates(self, bucket: Bucket) -> list[int] | Failure:
+        """Open eligible hosts with a free slot, or why there are none at all."""
+        elig = eligible(self.state, bucket.queue, bucket.req.select)
+        if not elig.matching:
+            return Failure(RESOURCE, "select", no_host(bucket.req.select, bucket.queue.name))
+        if not elig.open:
+            return Failure(RESOURCE, "closed", none_open(len(elig.matching)))
+        free = self.cap.open_free
+        if len(free) < len(elig.open):
+            return [i for i in free if i in elig.open]
+        return [i for i in elig.open if i in free]
+
+    def try_place(self, bucket: Bucket, cands: list[int]) -> Placement | Failure:
+        """A placement for the bucket's next job on `cands`, with shared tokens."""
+        req = bucket.req
+        cap = self.cap
+        key = self.key_for(bucket)
+        if not bucket.shared:
+            hosts = place(
+                cap, cands, bucket.n, bucket.per_slot, req.span_hosts, req.span_ptile, key
+            )
+            if hosts is None:
+                return self.host_failure(bucket, cands)
+            return hosts, {}
+        choices: list[list[PoolRecord]] = []
+        for res, amount in bucket.shared:
+            choices.append(
+                [p for p in self.state.pools[res] if cap.pool_free[p] + EPSILON >= amount]
+            )
+        if all(choices):
+            for combo in product(*choices):
+                allowed = self._reachable(cands, combo)
+                hosts = place(
+                    cap, allowed, bucket.n, bucket.per_slot, req.span_hosts, req.span_ptile,
+                    key,
+                )
+                if hosts is not None:
+                    return hosts, {p: a for p, (_r, a) in zip(combo, bucket.shared)}
+        # No pool combination works: say whether hosts or tokens are what is missing.
+        if place(cap, cands, bucket.n, bucket.per_slot, req.span_hosts, req.span_ptile,
+                 key) is None:
+            return self.host_failure(bucket, cands)
+        return self.shared_failure(bucket, cands)
+
+    def _reachable(self, cands: list[int], pools: tuple[PoolRecord, ...]) -> list[int]:
+        allowed = cands
+        for pool in pools:
+            hosts = reach(self.state, pool)
+            if hosts is not None:
+                allowed = [i for i in allowed if i in hosts]
+        return allowed
+
+    def host_failure(self, bucket: Bucket, cands: list[int]) -> Failure:
+        check, reason = shortfall(self.cap, cands, bucket.n, bucket.per_slot)
+        return Failure(RESOURCE, check, reason)
+
+    def shared_failure(self, bucket: Bucket, cands: list[int]) -> Failure:
+        for res, amount in bucket.shared:
+            free = max(
+                (
+                    self.cap.pool_free[p]
+                    for p in self.state.pools[res]
+                    if self._reachable(cands, (p,))
+                ),
+                default=0.0,
+            )
+            if free + EPSILON < amount:
+                return Failure(RESOURCE, "shared", short_shared(res, amount - free, free))
+        res, amount = bucket.shared[0]
+        return Failure(RESOURCE, "shared", short_shared(res, amount, 0.0))
+
+    def evaluate(self, bucket: Bucket) -> Placement | Failure:
+        failure = self.limit_failure(bucket)
+        if failure is not None:
+            return failure
+        cands = self.candidates(bucket)
+        if isinstance(cands, Failure):
+            return cands
+        return self.try_place(bucket, cands)
+
+
+class RealPass:
+    """Runs the real pass; collects dispatches, settled buckets and the trace."""
+
+    def __init__(self, state: SchedulerState, cap: Capacity, trace: list[TraceEntry]) -> None:
+        self.state = state
+        self.cap = cap
+        self.evaluator = Evaluator(state, cap)
+        self.trace = trace
+        self.dispatch: list[Dispatch] = []
+        self.settled: list[Settled] = []
+        self.evaluations = 0
+
+    def run(self) -> None:
+        heap: list[tuple[SortKey, int, Bucket, list[PendingJob], int]] = []
+        for seq, bucket in enumerate(self.state.buckets.values()):
+            order, start = bucket.ordered()
+            if start < len(order):
+                heap.append((order[start].key, seq, bucket, order, start))
+        heapq.heapify(heap)
+        while heap:
+            _key, seq, bucket, order, pos = heapq.heappop(heap)
+            end = bucket.count_before(order, pos, heap[0][0] if heap else None)
+            pos = self._run(bucket, order, pos, max(end, pos + 1))
+            if pos < len(order):
+                heapq.heappush(heap, (order[pos].key, seq, bucket, order, pos))
+
+    def _run(self, bucket: Bucket, order: list[PendingJob], pos: int, end: int) -> int:
+        """Place `order[pos:end]`; return where the bucket continues (len(order) once
+        it is settled)."""
+        single_host = bucket.n == 1 or bucket.req.span_hosts == 1 or (
+            bucket.req.span_ptile is not None and bucket.req.span_ptile >= bucket.n
+        )
+        if single_host and not bucket.shared and end - pos > 1:
+            return self._run_single_hosts(bucket, order, pos, end)
+        evaluator = self.evaluator
+        while pos < end:
+            self.evaluations += 1
+            outcome = evaluator.evaluate(bucket)
+            if isinstance(outcome, Failure):
+                self._settle(bucket, order, pos, outcome)
+                return len(order)
+            self._dispatch(bucket, order[pos], *outcome)
+            pos += 1
+        return pos
+
+    def _run_single_hosts(
+        self, bucket: Bucket, order: list[PendingJob], pos: int, end: int
+    ) -> int:
+        """Jobs that each go on one host, placed from a heap of host preference."""
+        evaluator, cap = self.evaluator, self.cap
+        self.evaluations += 1
+        cands = evaluator.candidates(bucket)
+        if isinstance(cands, Failure):
+            self._settle(bucket, order, pos, cands)
+            return len(order)
+        n, per_slot = bucket.n, bucket.per_slot
+        key = evaluator.key_for(bucket)
+        heap = [(key(i), i) for i in cands if cap.usable(i, per_slot) >= n]
+        heapq.heapify(heap)
+        while pos < end:
+            failure = evaluator.limit_failure(bucket)
+            if failure is not None:
+                self._settle(bucket, order, pos, failure)
+                return len(order)
+            if not heap:
+                self._settle(bucket, order, pos, evaluator.host_failure(bucket, cands))
+                return len(order)
+            index = heap[0][1]
+            self._dispatch(bucket, order[pos], {index: n}, {})
+            if cap.usable(index, per_slot) >= n:
+                heapq.heapreplace(heap, (key(index), index))
+            else:
+                heapq.heappop(heap)
+            pos += 1
+        return pos
+
+    def _dispatch(
+        self,
+        bucket: Bucket,
+        job: PendingJob,
+        hosts: dict[int, int],
+        pools: dict[PoolRecord, float],
+    ) -> None:
+        self.cap.take(hosts, bucket.per_slot, pools, bucket.limit_refs)
+        host_at = self.cap.hosts
+        names = {}
+        for index, slots in sorted(hosts.items(), key=lambda item: self.evaluator.ranks[item[0]]):
+            host = host_at[index]
+            assert host is not None
+            names[host.name] = slots
+        self.dispatch.append(
+            Dispatch(job=job.id, hosts=names, pools={p.resource: p.name for p in pools})
+        )
+
+    def _settle(
+        self, bucket: Bucket, order: list[PendingJob], pos: int, failure: Failure
+    ) -> None:
+        self.trace.append(TraceEntry(order[pos].id, "real", failure.check, failure.detail))
+        self.settled.append(Settled(bucket, order[pos:], failure, len(self.trace) - 1))

@@ -1,0 +1,58 @@
+"""One scheduling session: real pass, catalog pass, session-end handler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xce.model.result import PendGroup, SessionResult, SessionStats, TraceEntry
+from xce.sched.capacity import Capacity
+from xce.sched.catalog import CatalogPass
+from xce.sched.demand import demand, pend_groups
+from xce.sched.idle import idle_supply
+from xce.sched.realpass import RealPass
+from xce.sched.reasons import HELD, HOLD
+from xce.sched.state import SchedulerState
+
+Timer = Callable[[], float]
+
+
+def _no_timer() -> float:
+    return 0.0
+
+
+def run_session(state: SchedulerState, now: float, timer: Timer | None = None) -> SessionResult:
+    """Decide which pending jobs start where, why the others wait, what more supply
+    would let them run (demand) and what supply is idle.
+
+    Pure: reads `state` (refreshing only its caches) and `now`; `timer`, if given, is
+    used only to fill the statistics (the driver passes a clock; tests need not).
+    """
+    clock = timer or _no_timer
+    started = clock()
+    trace: list[TraceEntry] = []
+    cap = Capacity(state)
+    real = RealPass(state, cap, trace)
+    real.run()
+    real_done = clock()
+
+    catalog = CatalogPass(state, cap, real.evaluator, trace)
+    outcomes = catalog.run(real.settled)
+    catalog_done = clock()
+
+    pending: list[PendGroup] = pend_groups(catalog, outcomes)
+    if state.held:
+        held = sorted(state.held.values(), key=lambda j: j.key)
+        trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
+        pending.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))
+    busy = {name for d in real.dispatch for name in d.hosts}
+    idle = idle_supply(state, now, busy, cap)
+    ended = clock()
+    stats = SessionStats(
+        pending=len(state.pending) + len(state.held) - len(real.dispatch),
+        real_pass_ms=(real_done - started) * 1000,
+        catalog_pass_ms=(catalog_done - real_done) * 1000,
+        end_ms=(ended - catalog_done) * 1000,
+        evaluations=real.evaluations + catalog.evaluated,
+        dispatched=len(real.dispatch),
+    )
+    return SessionResult(now, real.dispatch, pending, trace, demand(catalog), idle, stats)

@@ -1,0 +1,478 @@
+"""Scheduler state, fed by events and kept incrementally.
+
+Every input arrives as an event (`apply`); a session only reads this state (and may
+refresh its caches). Nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xce.model.cluster import ClusterConfig, HostTemplate, Queue, ResourceValue
+from xce.model.events import (
+    ConfigLoaded,
+    Event,
+    HostAdded,
+    HostRemoved,
+    HostStateChanged,
+    JobFinished,
+    JobHeld,
+    JobKilled,
+    JobRequeued,
+    JobStarted,
+    JobSubmitted,
+    SharedTotalChanged,
+    SupplyChanged,
+)
+from xce.model.jobs import JobSpec
+from xce.model.result import SortKey
+from xce.resreq import ResReqError, parse, validate
+from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob
+from xce.sched.hosts import HostRecord
+from xce.sched.limits import limit_key
+from xce.sched.pools import PoolRecord
+
+
+class SubmitError(ValueError):
+    """A job the scheduler cannot accept (unknown queue, bad requirement, ...)."""
+
+
+class SchedulerInputError(ValueError):
+    """An event that contradicts the state (unknown job or host)."""
+
+
+class RunningJob:
+    """A running job and what it holds."""
+
+    __slots__ = ("hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "usage")
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        key: SortKey,
+        hosts: dict[int, int],
+        pools: dict[str, PoolRecord],
+        start: float,
+    ) -> None:
+        self.spec = spec
+        self.key = key
+        self.hosts = hosts  # host index -> slots
+        self.pools = pools  # shared resource -> pool its tokens come from
+        self.start = start
+        self.usage: dict[str, float] = {}  # per-slot host consumables
+        self.shared: dict[str, float] = {}
+        self.limit_refs: tuple[LimitRef, ...] = ()
+
+
+class SchedulerState:
+    """The cluster as the scheduler sees it."""
+
+    def __init__(self, config: ClusterConfig | None = None) -> None:
+        self.config = ClusterConfig()
+        self.version = 0  # bumped by every event
+        self.hosts_version = 0  # bumped by host and config changes (eligibility caches)
+        self.hosts: list[HostRecord | None] = []
+        self.host_by_name: dict[str, HostRecord] = {}
+        self.free_slots: list[int] = []
+        self.free_res: dict[str, list[float]] = {}
+        self.open_free: set[int] = set()  # open hosts with a free slot
+        self.pools: dict[str, list[PoolRecord]] = {}
+        self.queues: dict[str, Queue] = {}
+        self.limit_used: list[dict[tuple[str, str], list[int]]] = []  # [slots, jobs]
+        self.user_sensitive = False
+        self.pending: dict[int, PendingJob] = {}
+        self.held: dict[int, PendingJob] = {}
+        self.buckets: dict[BucketKey, Bucket] = {}
+        self.running: dict[int, RunningJob] = {}
+        self.cache: dict[object, object] = {}  # session caches, keyed with hosts_version
+        self.in_flight: dict[str, int] = {}  # template -> expected hosts not yet joined
+        self.allowance: dict[str, int] = {}  # template -> runtime cap on new hosts
+        self._submitted: dict[int, JobSpec] = {}  # pending, held and running specs
+        if config is not None:
+            self.apply(ConfigLoaded(config=config))
+
+    # ------------------------------------------------------------------ events
+    def apply(self, event: Event) -> None:
+        """Apply one event. Raises SubmitError / SchedulerInputError, changing nothing."""
+        match event:
+            case JobSubmitted(job=spec):
+                self._submit(spec)
+            case JobStarted(job=job_id, hosts=hosts, time=time, pools=pools):
+                self._start(job_id, hosts, pools, time)
+            case JobFinished(job=job_id, time=time) | JobKilled(job=job_id, time=time):
+                self._finish(job_id, time)
+            case JobRequeued(job=job_id, time=time):
+                self._requeue(job_id, time)
+            case JobHeld(job=job_id, held=held):
+                self._hold(job_id, held)
+            case HostAdded():
+                self._add_host(event)
+            case HostStateChanged(name=name, state=state):
+                self._set_host_state(self._host(name), state)
+            case HostRemoved(name=name):
+                self._remove_host(self._host(name))
+            case SharedTotalChanged(resource=resource, total=total, pool=pool):
+                self._pool(resource, pool).base = total
+            case SupplyChanged():
+                self._supply(event)
+            case ConfigLoaded(config=config):
+                self._load_config(config)
+        self.version += 1
+
+    def apply_all(self, events: Iterable[Event]) -> None:
+        for event in events:
+            self.apply(event)
+
+    # ------------------------------------------------------------------ config
+    def _load_config(self, config: ClusterConfig) -> None:
+        """(Re)build every index from a configuration, keeping jobs and provisioned hosts."""
+        provisioned = [h for h in self.hosts if h is not None and h.template is not None]
+        running = list(self.running.values())
+        queued = sorted(
+            [*self.pending.values(), *self.held.values()], key=lambda j: j.key
+        )
+        self.config = config
+        self.queues = {q.name: q for q in config.queues}
+        self.user_sensitive = any(lim.users is not None for lim in config.limits)
+        self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
+        self.free_res = {
+            name: [] for name, r in config.resources.items() if r.consumable and not r.shared
+        }
+        countables = {(c.resource, c.pool): c for c in config.catalog.countables}
+        self.pools = {
+            res: [
+                PoolRecord(
+                    p,
+                    len(pools) == 1,
+                    countables.get((res, p.pool))
+                    or (countables.get((res, None)) if len(pools) == 1 else None),
+                )
+                for p in pools
+            ]
+            for res, pools in config.shared.items()
+        }
+        self.in_flight = {
+            name: count for name, count in self.in_flight.items()
+            if any(t.name == name for t in config.catalog.templates)
+        }
+        self.limit_used = [{} for _ in config.limits]
+        self.pending, self.held, self.buckets, self.running = {}, {}, {}, {}
+        self._submitted = {}
+        for spec in config.hosts:
+            self._add_host_record(
+                spec.name, spec.slots, spec.type, spec.model, spec.resources, None, "ok", 0
+            )
+        for host in provisioned:
+            record = self._add_host_record(
+                host.name, host.slots, host.type, host.model, host.resources,
+                host.template, host.state, host.joined,
+            )
+            record.idle_since = host.idle_since
+        for job in queued:
+            self._submit(job.spec, hold=job.bucket is None)
+        for run in running:
+            self._submit(run.spec)
+            names = {self._host_at(i).name: n for i, n in run.hosts.items()}
+            self._start(run.spec.id, names, {r: p.name for r, p in run.pools.items()}, run.start)
+        self._hosts_changed()
+
+    def _hosts_changed(self) -> None:
+        self.hosts_version += 1
+        self.cache.clear()
+
+    # ------------------------------------------------------------------ hosts
+    def _host(self, name: str) -> HostRecord:
+        host = self.host_by_name.get(name)
+        if host is None:
+            raise SchedulerInputError(f"unknown host '{name}'")
+        return host
+
+    def _host_at(self, index: int) -> HostRecord:
+        host = self.hosts[index]
+        assert host is not None
+        return host
+
+    def _add_host_record(
+        self,
+        name: str,
+        slots: int,
+        type_: str,
+        model: str,
+        resources: dict[str, ResourceValue],
+        template: str | None,
+        state: str,
+        time: float,
+    ) -> HostRecord:
+        if name in self.host_by_name:
+            raise SchedulerInputError(f"host '{name}' already exists")
+        for res in resources:
+            if res not in self.config.resources:
+                raise SchedulerInputError(f"host '{name}': unknown resource '{res}'")
+        index = len(self.hosts)
+        host = HostRecord(index, name, slots, type_, model, resources, template, state, time)
+        self.hosts.append(host)
+        self.host_by_name[name] = host
+        self.free_slots.append(slots)
+        for res, column in self.free_res.items():
+            value = resources.get(res, 0)
+            column.append(0.0 if isinstance(value, bool) else float(value))
+        if host.is_open and slots > 0:
+            self.open_free.add(index)
+        return host
+
+    def _add_host(self, event: HostAdded) -> None:
+        template = event.template
+        if template is not None and template not in self.templates_by_name():
+            raise SchedulerInputError(f"host '{event.name}': unknown template '{template}'")
+        host = self._add_host_record(
+            event.name, event.slots, event.type, event.model, event.resources,
+            template, event.state, event.time,
+        )
+        if event.idle_since is not None:
+            host.idle_since = event.idle_since
+        self._hosts_changed()
+
+    def templates_by_name(self) -> dict[str, HostTemplate]:
+        return {t.name: t for t in self.config.catalog.templates}
+
+    def _set_host_state(self, host: HostRecord, state: str) -> None:
+        host.state = state
+        if host.is_open and self.free_slots[host.index] > 0:
+            self.open_free.add(host.index)
+        else:
+            self.open_free.discard(host.index)
+        self._hosts_changed()
+
+    def _remove_host(self, host: HostRecord) -> None:
+        if host.running:
+            raise SchedulerInputError(
+                f"host '{host.name}' still runs jobs {sorted(host.running)}: requeue or "
+                "finish them first"
+            )
+        self.hosts[host.index] = None
+        del self.host_by_name[host.name]
+        self.open_free.discard(host.index)
+        self.free_slots[host.index] = 0
+        self._hosts_changed()
+
+    def _pool(self, resource: str, pool: str) -> PoolRecord:
+        pools = self.pools.get(resource)
+        if not pools:
+            raise SchedulerInputError(f"unknown shared resource '{resource}'")
+        if not pool:
+            if len(pools) > 1:
+                raise SchedulerInputError(f"shared resource '{resource}' has several pools")
+            return pools[0]
+        for record in pools:
+            if record.name == pool:
+                return record
+        raise SchedulerInputError(f"unknown pool '{pool}' of '{resource}'")
+
+    def pool_by_key(self, key: str) -> PoolRecord:
+        """A pool named as in scenarios and demand: `vcs` (the only pool, or the pool
+        of the resource's countable) or `hspice/cloud`."""
+        resource, _, pool = key.partition("/")
+        if not pool:
+            pools = self.pools.get(resource, [])
+            for record in pools:
+                if record.countable is not None and len(pools) > 1:
+                    return record
+        return self._pool(resource, pool)
+
+    def _supply(self, event: SupplyChanged) -> None:
+        templates = self.templates_by_name()
+        for name in [*event.in_flight, *event.allowance]:
+            if name not in templates:
+                raise SchedulerInputError(f"unknown template '{name}'")
+        resolved = [
+            (self.pool_by_key(key), field, value)
+            for field, values in (
+                ("tokens_in_flight", event.tokens_in_flight),
+                ("borrowed", event.borrowed),
+                ("headroom", event.headroom),
+            )
+            for key, value in values.items()
+        ]
+        self.in_flight.update(event.in_flight)
+        self.allowance.update(event.allowance)
+        for pool, field, value in resolved:
+            setattr(pool, field, float(value))
+            if field == "borrowed":
+                pool.record(event.time)
+
+    def template_alive(self, template: str) -> int:
+        """Hosts of `template` present now (joined, whatever their state)."""
+        return sum(1 for h in self.hosts if h is not None and h.template == template)
+
+    # ------------------------------------------------------------------ jobs
+    def sort_key(self, spec: JobSpec) -> SortKey:
+        queue = self.queues[spec.queue]
+        return (-queue.priority, -spec.priority, spec.submit, spec.id)
+
+    def resolve(self, spec: JobSpec) -> JobSpec:
+        """Check a submission and fill defaults (the first queue). Raises SubmitError."""
+        if spec.id in self._submitted:
+            raise SubmitError(f"job {spec.id} already exists")
+        queue = spec.queue or self.config.queues[0].name
+        if queue not in self.queues:
+            raise SubmitError(f"unknown queue '{queue}'")
+        if spec.n < 1:
+            raise SubmitError(f"job {spec.id}: -n must be at least 1")
+        try:
+            req = parse(spec.res)
+            validate(req, self.config.resources)
+        except ResReqError as err:
+            raise SubmitError(str(err)) from err
+        if req.span_ptile is not None and req.span_ptile > spec.n:
+            pass  # LSF accepts it: all slots on one host
+        if queue != spec.queue:
+            spec = JobSpec(
+                id=spec.id, user=spec.user, queue=queue, n=spec.n, res=spec.res,
+                submit=spec.submit, priority=spec.priority, name=spec.name,
+                hold=spec.hold, run=spec.run,
+            )
+        return spec
+
+    def _bucket_for(self, spec: JobSpec) -> Bucket:
+        key: BucketKey = (
+            spec.queue, spec.n, spec.res, spec.user if self.user_sensitive else ""
+        )
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            req = parse(spec.res)
+            resources = self.config.resources
+            per_slot = tuple(
+                (r, a) for r, a in req.rusage if a > 0 and not resources[r].shared
+            )
+            shared = tuple((r, a) for r, a in req.rusage if a > 0 and resources[r].shared)
+            bucket = Bucket(
+                key, self.queues[spec.queue], req, per_slot, shared,
+                self._limit_refs(spec.user, spec.queue),
+            )
+            self.buckets[key] = bucket
+        return bucket
+
+    def _limit_refs(self, user: str, queue: str) -> tuple[LimitRef, ...]:
+        refs = []
+        for index, limit in enumerate(self.config.limits):
+            key = limit_key(limit, user, queue)
+            if key is not None:
+                refs.append((index, key))
+        return tuple(refs)
+
+    def _submit(self, spec: JobSpec, hold: bool | None = None) -> None:
+        spec = self.resolve(spec)
+        self._submitted[spec.id] = spec
+        self._enqueue(spec, self.sort_key(spec), spec.hold if hold is None else hold)
+
+    def _enqueue(self, spec: JobSpec, key: SortKey, hold: bool) -> None:
+        if hold:
+            self.held[spec.id] = PendingJob(spec, key, None)
+            return
+        bucket = self._bucket_for(spec)
+        job = PendingJob(spec, key, bucket)
+        bucket.add(job)
+        self.pending[spec.id] = job
+
+    def _dequeue(self, job_id: int) -> PendingJob:
+        job = self.pending.pop(job_id, None)
+        if job is None:
+            held = self.held.pop(job_id, None)
+            if held is None:
+                raise SchedulerInputError(f"job {job_id} is not pending")
+            return held
+        assert job.bucket is not None
+        job.bucket.remove(job_id)
+        if not job.bucket.members:
+            del self.buckets[job.bucket.key]
+        return job
+
+    def _hold(self, job_id: int, held: bool) -> None:
+        if (job_id in self.held) == held:
+            return
+        job = self._dequeue(job_id)
+        self._enqueue(job.spec, job.key, held)
+
+    def _start(
+        self, job_id: int, hosts: dict[str, int], pools: dict[str, str], time: float
+    ) -> None:
+        if job_id not in self.pending:
+            raise SchedulerInputError(f"job {job_id} is not pending")
+        job = self.pending[job_id]
+        bucket = job.bucket
+        assert bucket is not None
+        if sum(hosts.values()) != job.spec.n or any(n <= 0 for n in hosts.values()):
+            raise SchedulerInputError(
+                f"job {job_id}: hosts {hosts} do not add up to its {job.spec.n} slots"
+            )
+        placed = {self._host(name).index: n for name, n in hosts.items()}
+        chosen: dict[str, PoolRecord] = {}
+        for res, _amount in bucket.shared:
+            chosen[res] = (
+                self._pool(res, pools[res]) if res in pools else self._infer_pool(res, placed)
+            )
+        self._dequeue(job_id)
+        run = RunningJob(job.spec, job.key, placed, chosen, time)
+        run.usage = dict(bucket.per_slot)
+        run.shared = dict(bucket.shared)
+        run.limit_refs = bucket.limit_refs
+        self.running[job_id] = run
+        self._hold_capacity(run, +1, time)
+
+    def _infer_pool(self, resource: str, placed: dict[int, int]) -> PoolRecord:
+        """The first pool reachable from every host of the job (FORMATS.md)."""
+        pools = self.pools[resource]
+        for pool in pools:
+            if all(pool.reaches(self._host_at(i)) for i in placed):
+                return pool
+        return pools[0]
+
+    def _hold_capacity(self, run: RunningJob, sign: int, time: float) -> None:
+        slots_total = 0
+        for index, slots in run.hosts.items():
+            host = self.hosts[index]
+            self.free_slots[index] -= sign * slots
+            for res, per_slot in run.usage.items():
+                self.free_res[res][index] -= sign * per_slot * slots
+            if host is None:
+                continue
+            if sign > 0:
+                host.running[run.spec.id] = slots
+            else:
+                host.running.pop(run.spec.id, None)
+                if not host.running:
+                    host.idle_since = time
+            if host.is_open and self.free_slots[index] > 0:
+                self.open_free.add(index)
+            else:
+                self.open_free.discard(index)
+            slots_total += slots
+        for res, pool in run.pools.items():
+            pool.used += sign * run.shared[res]
+            pool.record(time)
+        for limit_index, key in run.limit_refs:
+            counter = self.limit_used[limit_index].setdefault(key, [0, 0])
+            counter[0] += sign * slots_total
+            counter[1] += sign
+
+    def _finish(self, job_id: int, time: float) -> None:
+        run = self.running.pop(job_id, None)
+        if run is None:
+            self._dequeue(job_id)
+        else:
+            self._hold_capacity(run, -1, time)
+        del self._submitted[job_id]
+
+    def _requeue(self, job_id: int, time: float) -> None:
+        run = self.running.pop(job_id, None)
+        if run is None:
+            raise SchedulerInputError(f"job {job_id} is not running")
+        self._hold_capacity(run, -1, time)
+        self._enqueue(run.spec, run.key, False)
+
+    # ------------------------------------------------------------------ queries
+    def open_hosts(self) -> list[HostRecord]:
+        return [h for h in self.hosts if h is not None and h.is_open]
+
+    def live_hosts(self) -> list[HostRecord]:
+        return [h for h in self.hosts if h is not None]
