@@ -171,6 +171,12 @@ def test_load_yaml_duplicate_key_names_the_key() -> None:
     assert str(caught.value) == "f.yaml:4: hosts[0].slots: duplicate key 'slots'"
 
 
+def test_load_yaml_duplicate_keys_compare_by_value() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_yaml("min_hosts:\n  1: a\n  0x1: b\n", "f.yaml")
+    assert str(caught.value) == "f.yaml:3: min_hosts.0x1: duplicate key 1"
+
+
 def test_load_yaml_merge_keys_may_be_overridden() -> None:
     doc = load_yaml("base: &b {slots: 4, type: X}\nh: {<<: *b, slots: 8}\n", "f.yaml")
     assert isinstance(doc, dict)
@@ -180,7 +186,28 @@ def test_load_yaml_merge_keys_may_be_overridden() -> None:
 def test_load_yaml_bad_timestamp_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as caught:
         load_yaml("a: 1\nb: 2024-13-45\n", "f.yaml")
+    assert str(caught.value) == "f.yaml:2: : invalid YAML: '2024-13-45' is not a valid !!timestamp"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "!!map x",
+        "!!seq {b: 1}",
+        "!!str [1]",
+        "!!int x",
+        "!!bool x",
+        "!!timestamp x",
+        "!!binary x",
+        "!!python/object:os.system x",
+        "!foo x",
+    ],
+)
+def test_load_yaml_explicit_tags_on_the_wrong_value_are_config_errors(value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_yaml(f"a: 1\nb: {value}\n", "f.yaml")
     assert caught.value.line == 2
+    assert caught.value.message.startswith("invalid YAML: ")
 
 
 def test_load_yaml_unhashable_key_is_a_config_error() -> None:
@@ -191,13 +218,13 @@ def test_load_yaml_unhashable_key_is_a_config_error() -> None:
 
 def test_load_yaml_deep_nesting_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as caught:
-        load_yaml("[" * 5000 + "]" * 5000, "f.yaml")
+        load_yaml("[" * 1000 + "]" * 1000, "f.yaml")
     assert caught.value.line == 1
 
 
 def test_load_yaml_unprintable_character_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as caught:
-        load_yaml("a: 1\nb: \x00\n", "f.yaml")
+        load_yaml("a: 1\nb: \x00\nc: 3\n", "f.yaml")
     assert caught.value.line == 2
 
 
@@ -828,6 +855,18 @@ def test_build_config_prefixes_fields_of_an_inline_cluster() -> None:
     with pytest.raises(ConfigError) as caught:
         build_config(scenario["cluster"], "scenario.yaml", field_prefix="cluster")
     assert str(caught.value) == "scenario.yaml:6: cluster.queues[1].hosts[1]: unknown host 'n99'"
+
+
+def test_build_config_reports_the_given_line_for_a_bad_inline_cluster() -> None:
+    scenario = load_yaml("now: 1\ncluster: demo\n", "scenario.yaml")
+    assert isinstance(scenario, MarkedMap)
+    with pytest.raises(ConfigError) as caught:
+        build_config(
+            scenario["cluster"], "scenario.yaml", "cluster", line=scenario.value_line_of("cluster")
+        )
+    assert (
+        str(caught.value) == "scenario.yaml:2: cluster: expected a mapping, got a string ('demo')"
+    )
 
 
 def test_build_config_accepts_plain_data_without_lines() -> None:

@@ -148,11 +148,23 @@ NUMBERS = st.builds(
     st.sampled_from([0.0, 1.0, 2.0, 2.5, 16.0, -1.0, -2.5]) | st.floats(-1e6, 1e6),
     st.booleans(),
 )
-LEAVES = (
-    st.sampled_from(EXPR_NAMES).map(lambda n: ("name", n))
-    | NUMBERS
-    | st.tuples(st.just("str"), st.sampled_from(STRINGS), st.sampled_from(["'", '"']))
+NAME_LEAVES = st.sampled_from(EXPR_NAMES).map(lambda n: ("name", n))
+STRING_LEAVES = st.tuples(st.just("str"), st.sampled_from(STRINGS), st.sampled_from(["'", '"']))
+SMALL_NUMBERS = st.sampled_from([0.0, 1.0, 2.0, 16.0, -1.0]).map(lambda v: number_leaf(v, True))
+# The usual shapes of conditions, so that they are frequent: resource vs number,
+# string attribute vs word (literal rule, `any`) or quoted string.
+CONDITIONS = st.tuples(
+    st.just("cmp"),
+    st.sampled_from(list(OPS)),
+    st.sampled_from(["mem", "gpu", "ssd", "fast", "absent"]).map(lambda n: ("name", n)),
+    SMALL_NUMBERS,
+) | st.tuples(
+    st.just("cmp"),
+    st.sampled_from(["==", "!=", "=", "<"]),
+    st.sampled_from(sorted(STRING_ATTRS)).map(lambda n: ("name", n)),
+    NAME_LEAVES | STRING_LEAVES,
 )
+LEAVES = NAME_LEAVES | NUMBERS | STRING_LEAVES | CONDITIONS
 
 
 def extend(children: st.SearchStrategy[Tree]) -> st.SearchStrategy[Tree]:
@@ -277,16 +289,19 @@ def reference_names(tree: Tree) -> set[str]:
 
 
 ATTR_VALUES = (
-    st.sampled_from([0.0, 1.0, 2.0, 2.5, 16.0, -1.0, -2.5, True, False])
+    st.sampled_from([0.0, 1.0, 2.0, 2.5, 16.0, -1.0, -2.5, True, False, True, False])
     | st.floats(-1e6, 1e6)
     | st.integers(-3, 3)
     | st.sampled_from(STRINGS)
 )
-ATTRS = st.dictionaries(st.sampled_from([*EXPR_NAMES, "slots"]), ATTR_VALUES)
+ATTR_NAMES = [*EXPR_NAMES, "slots"]
+ATTRS = st.tuples(*(st.none() | ATTR_VALUES for _ in ATTR_NAMES)).map(
+    lambda values: {k: v for k, v in zip(ATTR_NAMES, values, strict=True) if v is not None}
+)
 
 
 @settings(FUZZ, max_examples=400)
-@given(TREES, st.lists(ATTRS, min_size=1, max_size=6))
+@given(TREES, st.lists(ATTRS, min_size=1, max_size=4))
 def test_select_matches_reference(tree: Tree, hosts: list[dict[str, Any]]) -> None:
     assume(depth(tree) < 90)
     expr = render(tree)[0]

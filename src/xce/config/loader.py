@@ -30,16 +30,20 @@ TOP_LEVEL_KEYS = (
 )
 
 
-def build_config(doc: object, filename: str, field_prefix: str = "") -> ClusterConfig:
+def build_config(
+    doc: object, filename: str, field_prefix: str = "", *, line: int = 1
+) -> ClusterConfig:
     """Validate a loaded document (or an inlined sub-mapping) and build the ClusterConfig.
 
     `doc` is what `load_yaml` returned (plain dicts and lists work too, without line
     numbers). `field_prefix` names where the mapping sits in its document (e.g.
     "cluster" for a scenario's inline cluster), so fields read `cluster.hosts[0]`.
-    Raises one ConfigError: the first problem found. A section set to null counts as
-    absent, except `queues:`, which then has no queue.
+    `line` is reported when `doc` itself is wrong and carries no line (null, a scalar).
+    Raises one ConfigError: the first problem found, sections checked in dependency
+    order (resources, hosts, shared, queues, limits, catalog, policy, simulation). A
+    section set to null counts as absent, except `queues:`, which then has no queue.
     """
-    root = Place(filename, line_of(doc, 1), field_prefix)
+    root = Place(filename, line_of(doc, line), field_prefix)
     if doc is None:
         root.fail("the configuration is empty (expected a mapping)")
     top = MapReader(doc, root, TOP_LEVEL_KEYS)

@@ -6,11 +6,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from xce.config.errors import ConfigError
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+# What SafeConstructor's scalar constructors raise on explicitly tagged garbage
+# (`!!int x` ValueError, `!!bool x` KeyError, `!!timestamp x` AttributeError, ...).
+_CONSTRUCTION_ERRORS = (ValueError, TypeError, OverflowError, LookupError, AttributeError)
 _SCALAR_KEY_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")
 )
@@ -108,6 +112,12 @@ def _clamp_line(line: int, text: str) -> int:
     return max(1, min(line, len(text.splitlines())))
 
 
+def _kind(node: Node) -> str:
+    if isinstance(node, MappingNode):
+        return "mapping"
+    return "sequence" if isinstance(node, SequenceNode) else "scalar"
+
+
 def _line(node: Node) -> int:
     return node.start_mark.line + 1
 
@@ -124,17 +134,21 @@ class _MarkedLoader(yaml.SafeLoader):
             return super().construct_object(node, deep=deep)
         except (ConfigError, yaml.YAMLError, RecursionError):
             raise
-        except (ValueError, TypeError, OverflowError) as exc:
-            # e.g. `2024-13-45` resolves as a timestamp and fails in datetime.date.
+        except _CONSTRUCTION_ERRORS:
+            # Also plain `2024-13-45`: it resolves as a timestamp, datetime.date refuses it.
+            tag = str(node.tag).replace("tag:yaml.org,2002:", "!!")
             raise ConfigError(
-                self.filename, _line(node), "", f"invalid YAML: bad value {node.value!r}: {exc}"
+                self.filename, _line(node), "", f"invalid YAML: {node.value!r} is not a valid {tag}"
             ) from None
 
 
 def _construct_map(loader: _MarkedLoader, node: Node) -> Iterator[MarkedMap]:
+    if not isinstance(node, MappingNode):  # `!!map x`
+        raise ConstructorError(
+            None, None, f"expected a mapping, found a {_kind(node)}", node.start_mark
+        )
     mapping = MarkedMap(_line(node))
     yield mapping
-    assert isinstance(node, MappingNode)
     loader.flatten_mapping(node)
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
@@ -145,16 +159,19 @@ def _construct_map(loader: _MarkedLoader, node: Node) -> Iterator[MarkedMap]:
                 loader.filename,
                 _line(key_node),
                 "",
-                f"invalid YAML: a mapping key must be a scalar, not a {key_node.id}",
+                f"invalid YAML: a mapping key must be a scalar, not a {_kind(key_node)}",
             ) from None
         value = loader.construct_object(value_node)
         mapping.set_marked(key, value, _line(key_node), _line(value_node))
 
 
 def _construct_seq(loader: _MarkedLoader, node: Node) -> Iterator[MarkedSeq]:
+    if not isinstance(node, SequenceNode):  # `!!seq x`
+        raise ConstructorError(
+            None, None, f"expected a sequence, found a {_kind(node)}", node.start_mark
+        )
     sequence = MarkedSeq(_line(node))
     yield sequence
-    assert isinstance(node, SequenceNode)
     for item_node in node.value:
         sequence.append_marked(loader.construct_object(item_node), _line(item_node))
 
@@ -204,6 +221,6 @@ def _key_value(loader: _MarkedLoader, key_node: ScalarNode) -> object:
             value: object = constructor(loader, key_node)
             hash(value)
             return value
-        except (ValueError, TypeError, OverflowError, yaml.YAMLError):
+        except (*_CONSTRUCTION_ERRORS, yaml.YAMLError):
             pass
     return (key_node.tag, key_node.value)

@@ -17,11 +17,13 @@ def read_queues(value: object, place: Place, static_hosts: Collection[str]) -> t
     if not items:
         place.fail("needs at least one queue (omit queues: for the default queue)")
     queues: list[Queue] = []
+    names: set[str] = set()
     for item, item_place in items:
         entry = MapReader(item, item_place, _QUEUE_KEYS)
         name = entry.text("name")
-        if any(queue.name == name for queue in queues):
+        if name in names:
             entry.value_place("name").fail(f"duplicate queue {name!r}")
+        names.add(name)
         priority = entry.integer("priority", 0)
         hosts = None
         if "hosts" in entry:

@@ -55,11 +55,13 @@ def _read_pools(
     if not items:
         place.fail("needs at least one pool")
     pools: list[SharedPool] = []
+    names: set[str] = set()
     for item, item_place in items:
         entry = MapReader(item, item_place, _POOL_KEYS)
         name = entry.text("pool")
-        if any(pool.pool == name for pool in pools):
+        if name in names:
             entry.value_place("pool").fail(f"duplicate pool {name!r}")
+        names.add(name)
         total = entry.number("total", minimum=0)
         hosts = None
         if "hosts" in entry:

@@ -7,31 +7,38 @@ so a session evaluates a bucket, not each of its jobs.
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 from xce.model.cluster import Queue
 from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReq
 
-BucketKey = tuple[str, int, str, str]  # queue, slots, requirement string, user ("" if irrelevant)
+BucketKey = tuple[str, int, str]  # queue, slots, requirement string
 LimitRef = tuple[int, tuple[str, str]]  # limit index, counter key (user, queue)
 
 
 class PendingJob:
     """A job waiting to run; `key` is its place in scheduling order."""
 
-    __slots__ = ("bucket", "id", "key", "spec")
+    __slots__ = ("bucket", "id", "key", "limit_refs", "spec")
 
-    def __init__(self, spec: JobSpec, key: SortKey, bucket: Bucket | None) -> None:
+    def __init__(
+        self,
+        spec: JobSpec,
+        key: SortKey,
+        bucket: Bucket | None,
+        limit_refs: tuple[LimitRef, ...],
+    ) -> None:
         self.id = spec.id
         self.spec = spec
         self.key = key
         self.bucket = bucket
+        self.limit_refs = limit_refs  # the limit counters this job's user and queue use
 
 
 class Bucket:
-    """Pending jobs with identical requirements (queue, slots, requirement, user)."""
+    """Pending jobs with identical requirements (queue, slots, requirement string).
+
+    Limits are per job (they depend on the user), resources per bucket."""
 
     __slots__ = (
         "_dirty",
@@ -39,7 +46,6 @@ class Bucket:
         "_sorted",
         "_start",
         "key",
-        "limit_refs",
         "members",
         "n",
         "per_slot",
@@ -55,7 +61,6 @@ class Bucket:
         req: ResReq,
         per_slot: tuple[tuple[str, float], ...],
         shared: tuple[tuple[str, float], ...],
-        limit_refs: tuple[LimitRef, ...],
     ) -> None:
         self.key = key
         self.queue = queue
@@ -63,7 +68,6 @@ class Bucket:
         self.n = key[1]
         self.per_slot = per_slot  # host consumables, per slot (amount > 0)
         self.shared = shared  # shared resources, once per job
-        self.limit_refs = limit_refs
         self.members: dict[int, PendingJob] = {}
         self._order: list[PendingJob] = []
         self._start = 0  # entries before it have left the bucket
@@ -96,10 +100,3 @@ class Bucket:
                 order.sort(key=lambda j: j.key)
             self._order, self._start, self._sorted, self._dirty = order, 0, True, False
         return self._order, self._start
-
-    def count_before(self, ordered: list[PendingJob], start: int, key: SortKey | None) -> int:
-        """Index in `ordered` of the first member at or after `start` whose key is
-        not below `key` (None: the end)."""
-        if key is None:
-            return len(ordered)
-        return bisect_left(ordered, key, lo=start, key=lambda j: j.key)

@@ -24,6 +24,7 @@ class Capacity:
         "limit_used",
         "open_free",
         "pool_free",
+        "version",
     )
 
     def __init__(self, state: SchedulerState) -> None:
@@ -36,6 +37,7 @@ class Capacity:
         }
         self.limit_used = state.limit_used
         self.limit_delta: dict[LimitRef, list[int]] = {}
+        self.version = 0  # bumped by every reservation: keys caches of derived views
 
     def usable(self, index: int, per_slot: tuple[tuple[str, float], ...]) -> int:
         """How many slots of a job with these per-slot consumables fit on a host now."""
@@ -54,6 +56,7 @@ class Capacity:
         limit_refs: tuple[LimitRef, ...],
     ) -> None:
         """Reserve a placement for the rest of the session."""
+        self.version += 1
         free_slots, free_res, open_free = self.free_slots, self.free_res, self.open_free
         for index, slots in placement.items():
             left = free_slots[index] - slots
@@ -83,6 +86,7 @@ class Capacity:
 
     def add_host(self, host: HostRecord, resources: dict[str, float]) -> int:
         """Append a virtual host (catalog pass); returns its index."""
+        self.version += 1
         index = len(self.hosts)
         self.hosts.append(host)
         self.free_slots.append(host.slots)
@@ -94,6 +98,7 @@ class Capacity:
 
     def drop_hosts(self, count: int) -> None:
         """Forget the last `count` virtual hosts (a catalog placement rolled back)."""
+        self.version += 1
         for _ in range(count):
             index = len(self.hosts) - 1
             self.hosts.pop()

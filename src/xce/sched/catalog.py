@@ -165,6 +165,8 @@ class CatalogPass:
         each placed job (one entry per job), a Failure (the catalog's reason for the
         rest of the bucket) or None (keep the real pass's reason)."""
         results: list[tuple[Settled, list[PendingJob], Outcome]] = []
+        if not self.templates and not self.tokens:  # nothing is provisionable
+            return [(s, s.members, None) for s in settled]
         heap: list[tuple[SortKey, int, Settled, int]] = [
             (s.members[0].key, seq, s, 0)
             for seq, s in enumerate(settled)
@@ -188,11 +190,14 @@ class CatalogPass:
                 self.evaluated += 1
                 job = members[pos]
                 outcome = self.try_job(s, job)
-                if not isinstance(outcome, Placed):
+                if isinstance(outcome, Failure) and outcome.kind == LIMIT:
+                    results.append((s, [job], outcome))  # only this job's user or queue
+                elif not isinstance(outcome, Placed):
                     results.append((s, members[pos:], outcome))
                     pos = len(members)
                     break
-                results.append((s, [job], outcome))
+                else:
+                    results.append((s, [job], outcome))
                 pos += 1
             if pos < len(members):
                 heapq.heappush(heap, (members[pos].key, seq, s, pos))
@@ -208,7 +213,7 @@ class CatalogPass:
     # ------------------------------------------------------------------ one job
     def try_job(self, s: Settled, job: PendingJob) -> Outcome:
         bucket = s.bucket
-        failure = self.evaluator.limit_failure(bucket)
+        failure = self.evaluator.limit_failure(job, bucket.n)
         if failure is not None:
             self._note(s, job, "limit", failure.reason)
             return failure
@@ -317,7 +322,7 @@ class CatalogPass:
             return None
         req = bucket.req
         hosts = placement.place(
-            self.cap, cands, bucket.n, bucket.per_slot, req.span_hosts, req.span_ptile,
+            self.evaluator.room(bucket, cands), bucket.n, req.span_hosts, req.span_ptile,
             self.evaluator.key_for(bucket),
         )
         if hosts is None:
@@ -454,7 +459,7 @@ class CatalogPass:
         new_hosts: bool,
         tokens: list[TokenUse],
     ) -> Placed:
-        self.cap.take(hosts, bucket.per_slot, {u.pool: u.amount for u in tokens}, bucket.limit_refs)
+        self.cap.take(hosts, bucket.per_slot, {u.pool: u.amount for u in tokens}, job.limit_refs)
         for use in tokens:
             if use.supply is not None and use.short > 0:
                 use.supply.in_flight -= use.from_in_flight

@@ -52,25 +52,34 @@ def pend_groups(
 ) -> list[PendGroup]:
     """Pend groups for the buckets the real pass settled on resources, after the
     catalog pass: jobs waiting for provisioning get their own reasons."""
-    groups: list[PendGroup] = []
-    waiting: dict[tuple[int, str], PendGroup] = {}
+    groups: dict[tuple[int, str], PendGroup] = {}
+    reopened: set[tuple[int, str]] = set()  # groups that got members in several runs
     for settled, members, outcome in outcomes:
-        trace = [settled.trace, *catalog.trace_indices(settled.bucket)]
         if isinstance(outcome, Placed):
-            reason = waiting_reason(outcome)
-            key = (id(settled.bucket), reason)
-            group = waiting.get(key)
-            if group is None:
-                group = waiting[key] = PendGroup(reason, PROVISIONING, [], trace)
-                groups.append(group)
+            reason, kind = waiting_reason(outcome), PROVISIONING
+        elif isinstance(outcome, Failure):
+            reason, kind = outcome.reason, outcome.kind
+        else:
+            reason, kind = settled.failure.reason, settled.failure.kind
+        key = (id(settled.bucket), reason)
+        group = groups.get(key)
+        if group is None:
+            trace = [settled.trace, *catalog.trace_indices(settled.bucket)]
+            # The members list is the pass's own slice: the group takes it over.
+            groups[key] = PendGroup(reason, kind, members, trace)
+            continue
+        if members:
+            if key not in reopened:
+                group.members = list(group.members)
+                reopened.add(key)
             assert isinstance(group.members, list)
             group.members.extend(members)
-        elif isinstance(outcome, Failure):
-            groups.append(PendGroup(outcome.reason, outcome.kind, members, trace))
-        else:
-            failure = settled.failure
-            groups.append(PendGroup(failure.reason, failure.kind, members, trace))
-    return groups
+    # A bucket's jobs may come back in several runs: keep each group in job order.
+    for key in reopened:
+        members_list = groups[key].members
+        assert isinstance(members_list, list)
+        members_list.sort(key=lambda m: m.key)
+    return list(groups.values())
 
 
 def demand(catalog: CatalogPass) -> Demand:

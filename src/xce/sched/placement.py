@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from xce.resreq import OrderKey
-from xce.sched.capacity import Capacity
+from xce.sched.capacity import EPSILON, Capacity
 
 HostKey = Callable[[int], tuple[float, ...]]
+
+
+class Room:
+    """How many slots of one per-slot shape each candidate host can take now."""
+
+    __slots__ = ("cands", "free", "most", "per_slot", "total", "usable")
+
+    def __init__(
+        self, cap: Capacity, cands: list[int], per_slot: tuple[tuple[str, float], ...]
+    ) -> None:
+        free_slots = cap.free_slots
+        self.cands = cands
+        self.per_slot = per_slot
+        if len(per_slot) == 1:  # the common case, inlined
+            (res, amount), = per_slot
+            column = cap.free_res[res]
+            self.usable = [
+                min(free_slots[i], int((column[i] + EPSILON) // amount)) for i in cands
+            ]
+        elif per_slot:
+            usable = cap.usable
+            self.usable = [usable(i, per_slot) for i in cands]
+        else:
+            self.usable = [free_slots[i] for i in cands]
+        self.free = sum(free_slots[i] for i in cands)
+        self.total = sum(self.usable)
+        self.most = max(self.usable, default=0)
 
 
 def host_key(cap: Capacity, order: tuple[OrderKey, ...], name_rank: list[int]) -> HostKey:
@@ -36,33 +63,34 @@ def _static(host: object, name: str) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
+def single_host(n: int, span_hosts: int | None, ptile: int | None) -> bool:
+    """Whether all of a job's slots must (or will) go on one host."""
+    return n == 1 or span_hosts == 1 or (ptile is not None and ptile >= n)
+
+
 def place(
-    cap: Capacity,
-    candidates: Iterable[int],
-    n: int,
-    per_slot: tuple[tuple[str, float], ...],
-    span_hosts: int | None,
-    ptile: int | None,
-    key: HostKey,
+    room: Room, n: int, span_hosts: int | None, ptile: int | None, key: HostKey
 ) -> dict[int, int] | None:
     """A placement {host index: slots} for `n` slots, or None if none fits."""
-    usable = cap.usable
-    if span_hosts == 1 or n == 1 or (ptile is not None and ptile >= n):
+    if single_host(n, span_hosts, ptile):
+        if room.most < n:
+            return None
         best = -1
         best_key: tuple[float, ...] = ()
-        for index in candidates:
-            if usable(index, per_slot) >= n:
+        for index, usable in zip(room.cands, room.usable):
+            if usable >= n:
                 k = key(index)
                 if best < 0 or k < best_key:
                     best, best_key = index, k
-        return {best: n} if best >= 0 else None
-    room = [(key(i), i, u) for i in candidates if (u := usable(i, per_slot)) > 0]
-    if sum(u for _k, _i, u in room) < n:
+        return {best: n}
+    if room.total < n:
         return None
-    room.sort()
+    ranked = sorted(
+        (key(i), i, u) for i, u in zip(room.cands, room.usable) if u > 0
+    )
     placement: dict[int, int] = {}
     left = n
-    for _k, index, free in room:
+    for _k, index, free in ranked:
         if ptile is None:
             take = min(free, left)
         else:
@@ -76,27 +104,20 @@ def place(
     return None
 
 
-def shortfall(
-    cap: Capacity,
-    candidates: list[int],
-    n: int,
-    per_slot: tuple[tuple[str, float], ...],
-) -> tuple[str, str]:
-    """Why `n` slots did not fit on `candidates`: (check, pend reason)."""
-    free = sum(cap.free_slots[i] for i in candidates)
-    if free < n:
-        return "slots", f"Not enough job slots: {n} needed, {free} free on eligible hosts"
-    if per_slot:
-        fits = sum(cap.usable(i, per_slot) for i in candidates)
-        if fits < n:
-            # Name the consumable that leaves the least room.
+def shortfall(cap: Capacity, room: Room, n: int) -> tuple[str, str]:
+    """Why `n` slots did not fit in `room`: (check, pend reason)."""
+    if room.free < n:
+        return "slots", f"Not enough job slots: {n} needed, {room.free} free on eligible hosts"
+    if room.per_slot and room.total < n:
+        res, amount = room.per_slot[0]
+        if len(room.per_slot) > 1:  # name the consumable that leaves the least room
             res, amount = min(
-                per_slot,
-                key=lambda item: sum(cap.usable(i, (item,)) for i in candidates),
+                room.per_slot,
+                key=lambda item: sum(cap.usable(i, (item,)) for i in room.cands),
             )
-            return (
-                "consumable",
-                f"Not enough {res}: {n} slots x {amount:g} needed, room for {fits} slots "
-                "on eligible hosts",
-            )
+        return (
+            "consumable",
+            f"Not enough {res}: {n} slots x {amount:g} needed, room for {room.total} slots "
+            "on eligible hosts",
+        )
     return "span", "Not enough hosts to meet the span requirement"

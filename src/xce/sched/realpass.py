@@ -14,7 +14,7 @@ from xce.model.result import Dispatch, SortKey, TraceEntry
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import eligible, name_rank, reach
-from xce.sched.placement import HostKey, host_key, place, shortfall
+from xce.sched.placement import HostKey, Room, host_key, place, shortfall, single_host
 from xce.sched.pools import PoolRecord
 from xce.sched.reasons import LIMIT, RESOURCE, no_host, none_open, short_shared
 from xce.sched.limits import limit_reason
@@ -58,6 +58,9 @@ class Evaluator:
         self.cap = cap
         self.ranks = name_rank(state)
         self._keys: dict[int, HostKey] = {}
+        # Views derived from the capacity, valid until the next reservation.
+        self._cands: dict[int, tuple[int, list[int]]] = {}
+        self._rooms: dict[tuple[int, tuple[tuple[str, float], ...]], tuple[int, Room]] = {}
 
     def key_for(self, bucket: Bucket) -> HostKey:
         found = self._keys.get(id(bucket))
@@ -65,12 +68,15 @@ class Evaluator:
             found = self._keys[id(bucket)] = host_key(self.cap, bucket.req.order, self.ranks)
         return found
 
-    def limit_failure(self, bucket: Bucket) -> Failure | None:
+    def limit_failure(self, job: PendingJob, n: int) -> Failure | None:
+        """The first limit that has no room for `job` (`n` slots and one job)."""
+        if not job.limit_refs:
+            return None
         limits = self.state.config.limits
-        for ref in bucket.limit_refs:
+        for ref in job.limit_refs:
             limit = limits[ref[0]]
             slots, jobs = self.cap.limit_counts(ref)
-            if limit.slots is not None and slots + bucket.n > limit.slots:
+            if limit.slots is not None and slots + n > limit.slots:
                 return Failure(LIMIT, "limit", limit_reason(limit, f"{limit.slots} slots"))
             if limit.jobs is not None and jobs + 1 > limit.jobs:
                 return Failure(LIMIT, "limit", limit_reason(limit, f"{limit.jobs} jobs"))
@@ -83,22 +89,38 @@ class Evaluator:
             return Failure(RESOURCE, "select", no_host(bucket.req.select, bucket.queue.name))
         if not elig.open:
             return Failure(RESOURCE, "closed", none_open(len(elig.matching)))
+        version = self.cap.version
+        cached = self._cands.get(id(elig.open))
+        if cached is not None and cached[0] == version:
+            return cached[1]
         free = self.cap.open_free
         if len(free) < len(elig.open):
-            return [i for i in free if i in elig.open]
-        return [i for i in elig.open if i in free]
+            cands = [i for i in free if i in elig.open]
+        else:
+            cands = [i for i in elig.open if i in free]
+        self._cands[id(elig.open)] = (version, cands)
+        return cands
+
+    def room(self, bucket: Bucket, cands: list[int]) -> Room:
+        """What each candidate host can take of this bucket's shape (cached)."""
+        key = (id(cands), bucket.per_slot)
+        cached = self._rooms.get(key)
+        if cached is not None and cached[0] == self.cap.version and cached[1].cands is cands:
+            return cached[1]
+        room = Room(self.cap, cands, bucket.per_slot)
+        self._rooms[key] = (self.cap.version, room)
+        return room
 
     def try_place(self, bucket: Bucket, cands: list[int]) -> Placement | Failure:
         """A placement for the bucket's next job on `cands`, with shared tokens."""
         req = bucket.req
         cap = self.cap
         key = self.key_for(bucket)
+        room = self.room(bucket, cands)
+        hosts = place(room, bucket.n, req.span_hosts, req.span_ptile, key)
+        if hosts is None:
+            return self.host_failure(bucket, room)
         if not bucket.shared:
-            hosts = place(
-                cap, cands, bucket.n, bucket.per_slot, req.span_hosts, req.span_ptile, key
-            )
-            if hosts is None:
-                return self.host_failure(bucket, cands)
             return hosts, {}
         choices: list[list[PoolRecord]] = []
         for res, amount in bucket.shared:
@@ -108,16 +130,13 @@ class Evaluator:
         if all(choices):
             for combo in product(*choices):
                 allowed = self._reachable(cands, combo)
-                hosts = place(
-                    cap, allowed, bucket.n, bucket.per_slot, req.span_hosts, req.span_ptile,
-                    key,
+                found = hosts if allowed is cands else place(
+                    Room(cap, allowed, bucket.per_slot), bucket.n, req.span_hosts,
+                    req.span_ptile, key,
                 )
-                if hosts is not None:
-                    return hosts, {p: a for p, (_r, a) in zip(combo, bucket.shared)}
-        # No pool combination works: say whether hosts or tokens are what is missing.
-        if place(cap, cands, bucket.n, bucket.per_slot, req.span_hosts, req.span_ptile,
-                 key) is None:
-            return self.host_failure(bucket, cands)
+                if found is not None:
+                    return found, {p: a for p, (_r, a) in zip(combo, bucket.shared)}
+        # Hosts are there; tokens are what is missing.
         return self.shared_failure(bucket, cands)
 
     def _reachable(self, cands: list[int], pools: tuple[PoolRecord, ...]) -> list[int]:
@@ -128,8 +147,8 @@ class Evaluator:
                 allowed = [i for i in allowed if i in hosts]
         return allowed
 
-    def host_failure(self, bucket: Bucket, cands: list[int]) -> Failure:
-        check, reason = shortfall(self.cap, cands, bucket.n, bucket.per_slot)
+    def host_failure(self, bucket: Bucket, room: Room) -> Failure:
+        check, reason = shortfall(self.cap, room, bucket.n)
         return Failure(RESOURCE, check, reason)
 
     def shared_failure(self, bucket: Bucket, cands: list[int]) -> Failure:
@@ -148,9 +167,7 @@ class Evaluator:
         return Failure(RESOURCE, "shared", short_shared(res, amount, 0.0))
 
     def evaluate(self, bucket: Bucket) -> Placement | Failure:
-        failure = self.limit_failure(bucket)
-        if failure is not None:
-            return failure
+        """Where the bucket's next job's resources would go now."""
         cands = self.candidates(bucket)
         if isinstance(cands, Failure):
             return cands
@@ -167,6 +184,7 @@ class RealPass:
         self.trace = trace
         self.dispatch: list[Dispatch] = []
         self.settled: list[Settled] = []
+        self._limited: dict[tuple[int, str], Settled] = {}
         self.evaluations = 0
 
     def run(self) -> None:
@@ -178,32 +196,41 @@ class RealPass:
         heapq.heapify(heap)
         while heap:
             _key, seq, bucket, order, pos = heapq.heappop(heap)
-            end = bucket.count_before(order, pos, heap[0][0] if heap else None)
-            pos = self._run(bucket, order, pos, max(end, pos + 1))
+            pos = self._run(bucket, order, pos, heap[0][0] if heap else None)
             if pos < len(order):
                 heapq.heappush(heap, (order[pos].key, seq, bucket, order, pos))
 
-    def _run(self, bucket: Bucket, order: list[PendingJob], pos: int, end: int) -> int:
-        """Place `order[pos:end]`; return where the bucket continues (len(order) once
-        it is settled)."""
-        single_host = bucket.n == 1 or bucket.req.span_hosts == 1 or (
-            bucket.req.span_ptile is not None and bucket.req.span_ptile >= bucket.n
-        )
-        if single_host and not bucket.shared and end - pos > 1:
-            return self._run_single_hosts(bucket, order, pos, end)
+    def _run(
+        self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
+    ) -> int:
+        """Place the bucket's jobs from `pos` while they come before `until` in
+        scheduling order; return where the bucket continues (len(order) once it is
+        settled)."""
+        req = bucket.req
+        if single_host(bucket.n, req.span_hosts, req.span_ptile) and not bucket.shared:
+            return self._run_single_hosts(bucket, order, pos, until)
         evaluator = self.evaluator
+        end = len(order)
         while pos < end:
+            job = order[pos]
+            if until is not None and job.key > until:
+                break
+            failure = evaluator.limit_failure(job, bucket.n)
+            if failure is not None:
+                self._limit_pend(bucket, job, failure)
+                pos += 1
+                continue
             self.evaluations += 1
             outcome = evaluator.evaluate(bucket)
             if isinstance(outcome, Failure):
                 self._settle(bucket, order, pos, outcome)
-                return len(order)
-            self._dispatch(bucket, order[pos], *outcome)
+                return end
+            self._dispatch(bucket, job, *outcome)
             pos += 1
         return pos
 
     def _run_single_hosts(
-        self, bucket: Bucket, order: list[PendingJob], pos: int, end: int
+        self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
     ) -> int:
         """Jobs that each go on one host, placed from a heap of host preference."""
         evaluator, cap = self.evaluator, self.cap
@@ -213,19 +240,29 @@ class RealPass:
             self._settle(bucket, order, pos, cands)
             return len(order)
         n, per_slot = bucket.n, bucket.per_slot
+        room = evaluator.room(bucket, cands)
+        if room.most < n:
+            self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
+            return len(order)
         key = evaluator.key_for(bucket)
-        heap = [(key(i), i) for i in cands if cap.usable(i, per_slot) >= n]
+        heap = [(key(i), i) for i, u in zip(room.cands, room.usable) if u >= n]
         heapq.heapify(heap)
+        end = len(order)
         while pos < end:
-            failure = evaluator.limit_failure(bucket)
+            job = order[pos]
+            if until is not None and job.key > until:
+                break
+            failure = evaluator.limit_failure(job, n)
             if failure is not None:
-                self._settle(bucket, order, pos, failure)
-                return len(order)
+                self._limit_pend(bucket, job, failure)
+                pos += 1
+                continue
             if not heap:
-                self._settle(bucket, order, pos, evaluator.host_failure(bucket, cands))
-                return len(order)
+                room = evaluator.room(bucket, cands)
+                self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
+                return end
             index = heap[0][1]
-            self._dispatch(bucket, order[pos], {index: n}, {})
+            self._dispatch(bucket, job, {index: n}, {})
             if cap.usable(index, per_slot) >= n:
                 heapq.heapreplace(heap, (key(index), index))
             else:
@@ -240,7 +277,7 @@ class RealPass:
         hosts: dict[int, int],
         pools: dict[PoolRecord, float],
     ) -> None:
-        self.cap.take(hosts, bucket.per_slot, pools, bucket.limit_refs)
+        self.cap.take(hosts, bucket.per_slot, pools, job.limit_refs)
         host_at = self.cap.hosts
         names = {}
         for index, slots in sorted(hosts.items(), key=lambda item: self.evaluator.ranks[item[0]]):
@@ -250,6 +287,16 @@ class RealPass:
         self.dispatch.append(
             Dispatch(job=job.id, hosts=names, pools={p.resource: p.name for p in pools})
         )
+
+    def _limit_pend(self, bucket: Bucket, job: PendingJob, failure: Failure) -> None:
+        """A job whose user or queue is at a limit: it pends, its bucket goes on."""
+        group = self._limited.get((id(bucket), failure.reason))
+        if group is None:
+            self.trace.append(TraceEntry(job.id, "real", failure.check, failure.detail))
+            group = Settled(bucket, [], failure, len(self.trace) - 1)
+            self._limited[(id(bucket), failure.reason)] = group
+            self.settled.append(group)
+        group.members.append(job)
 
     def _settle(
         self, bucket: Bucket, order: list[PendingJob], pos: int, failure: Failure

@@ -79,7 +79,7 @@ class SchedulerState:
         self.pools: dict[str, list[PoolRecord]] = {}
         self.queues: dict[str, Queue] = {}
         self.limit_used: list[dict[tuple[str, str], list[int]]] = []  # [slots, jobs]
-        self.user_sensitive = False
+        self._limit_refs_cache: dict[tuple[str, str], tuple[LimitRef, ...]] = {}
         self.pending: dict[int, PendingJob] = {}
         self.held: dict[int, PendingJob] = {}
         self.buckets: dict[BucketKey, Bucket] = {}
@@ -133,7 +133,7 @@ class SchedulerState:
         )
         self.config = config
         self.queues = {q.name: q for q in config.queues}
-        self.user_sensitive = any(lim.users is not None for lim in config.limits)
+        self._limit_refs_cache = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
         self.free_res = {
             name: [] for name, r in config.resources.items() if r.consumable and not r.shared
@@ -334,9 +334,7 @@ class SchedulerState:
         return spec
 
     def _bucket_for(self, spec: JobSpec) -> Bucket:
-        key: BucketKey = (
-            spec.queue, spec.n, spec.res, spec.user if self.user_sensitive else ""
-        )
+        key: BucketKey = (spec.queue, spec.n, spec.res)
         bucket = self.buckets.get(key)
         if bucket is None:
             req = parse(spec.res)
@@ -345,20 +343,21 @@ class SchedulerState:
                 (r, a) for r, a in req.rusage if a > 0 and not resources[r].shared
             )
             shared = tuple((r, a) for r, a in req.rusage if a > 0 and resources[r].shared)
-            bucket = Bucket(
-                key, self.queues[spec.queue], req, per_slot, shared,
-                self._limit_refs(spec.user, spec.queue),
-            )
+            bucket = Bucket(key, self.queues[spec.queue], req, per_slot, shared)
             self.buckets[key] = bucket
         return bucket
 
-    def _limit_refs(self, user: str, queue: str) -> tuple[LimitRef, ...]:
-        refs = []
-        for index, limit in enumerate(self.config.limits):
-            key = limit_key(limit, user, queue)
-            if key is not None:
-                refs.append((index, key))
-        return tuple(refs)
+    def limit_refs(self, user: str, queue: str) -> tuple[LimitRef, ...]:
+        """The limit counters a job of `user` in `queue` counts against."""
+        found = self._limit_refs_cache.get((user, queue))
+        if found is None:
+            refs = []
+            for index, limit in enumerate(self.config.limits):
+                key = limit_key(limit, user, queue)
+                if key is not None:
+                    refs.append((index, key))
+            found = self._limit_refs_cache[(user, queue)] = tuple(refs)
+        return found
 
     def _submit(self, spec: JobSpec, hold: bool | None = None) -> None:
         spec = self.resolve(spec)
@@ -366,11 +365,12 @@ class SchedulerState:
         self._enqueue(spec, self.sort_key(spec), spec.hold if hold is None else hold)
 
     def _enqueue(self, spec: JobSpec, key: SortKey, hold: bool) -> None:
+        refs = self.limit_refs(spec.user, spec.queue)
         if hold:
-            self.held[spec.id] = PendingJob(spec, key, None)
+            self.held[spec.id] = PendingJob(spec, key, None, refs)
             return
         bucket = self._bucket_for(spec)
-        job = PendingJob(spec, key, bucket)
+        job = PendingJob(spec, key, bucket, refs)
         bucket.add(job)
         self.pending[spec.id] = job
 
@@ -415,7 +415,7 @@ class SchedulerState:
         run = RunningJob(job.spec, job.key, placed, chosen, time)
         run.usage = dict(bucket.per_slot)
         run.shared = dict(bucket.shared)
-        run.limit_refs = bucket.limit_refs
+        run.limit_refs = job.limit_refs
         self.running[job_id] = run
         self._hold_capacity(run, +1, time)
 

@@ -1,0 +1,78 @@
+"""Shared helpers of the scenario tests: run one scheduling session on inline YAML.
+
+`run(text)` returns the session result as the JSON object of FORMATS.md;
+`session(text)` returns a `Session` that also gives pend reasons and decision traces.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from xce.model.events import Event
+from xce.model.result import SessionResult, TraceEntry
+from xce.scenario import load_scenario_text
+from xce.sched import run_session
+
+SCENARIO_FILE = "scenario.yaml"
+
+
+class Session:
+    """One session's result, with short accessors for assertions."""
+
+    def __init__(self, result: SessionResult) -> None:
+        self.result = result
+        self.json: dict[str, Any] = result.to_json_obj()
+
+    @property
+    def dispatched(self) -> dict[int, dict[str, int]]:
+        """job -> {host: slots}, for every job dispatched this session."""
+        return {d["job"]: d["hosts"] for d in self.json["dispatch"]}
+
+    @property
+    def dispatch_order(self) -> list[int]:
+        return [d["job"] for d in self.json["dispatch"]]
+
+    @property
+    def reasons(self) -> dict[int, str]:
+        """job -> pend reason (`result.reason_of`), for every pending job (held ones
+        included). The JSON `pending` list is checked on its own in test_scenarios_real."""
+        return {job: group.reason for group in self.result.pending for job in group.jobs}
+
+    def reason(self, job: int) -> str | None:
+        return self.result.reason_of(job)
+
+    def trace(self, job: int) -> list[TraceEntry]:
+        return self.result.trace_of(job)
+
+    @property
+    def demand(self) -> dict[str, Any]:
+        return self.json["demand"]
+
+    @property
+    def idle(self) -> dict[str, Any]:
+        return self.json["idle"]
+
+
+def run_scenario(text: str, extra_events: Iterable[Event] = ()) -> Session:
+    """Load a scenario from (indented) YAML text, apply `extra_events` after it, and
+    run one session at the scenario's `now`."""
+    sc = load_scenario_text(textwrap.dedent(text), SCENARIO_FILE)
+    state = sc.state()
+    state.apply_all(extra_events)
+    return Session(run_session(state, sc.now))
+
+
+@pytest.fixture
+def session() -> Callable[..., Session]:
+    """`session(yaml_text)` -> Session."""
+    return run_scenario
+
+
+@pytest.fixture
+def run() -> Callable[[str], dict[str, Any]]:
+    """`run(yaml_text)` -> the session result as FORMATS.md's JSON object."""
+    return lambda text: run_scenario(text).json

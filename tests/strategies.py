@@ -1,0 +1,714 @@
+"""Hypothesis strategies for small XCE clusters, and an independent model of them.
+
+`worlds()` draws a whole scheduler situation (configuration, runtime host facts, jobs,
+some of them already running, supply facts) as plain data plus the events that build
+it. `Model` recomputes usage, limit counters and feasibility from that plain data and
+from dispatches, *without* reading the scheduler's own counters, so the property tests
+can check the scheduler against docs/scheduling.md.
+
+Requirement strings are generated from a small structured vocabulary (`Req`), so the
+checker evaluates `select[]`, `rusage[]` and `span[]` from the structure, not from the
+scheduler's parser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from itertools import product
+from typing import Any
+
+from hypothesis import strategies as st
+
+from xce.model.cluster import (
+    Catalog,
+    ClusterConfig,
+    Countable,
+    HostSpec,
+    HostTemplate,
+    Limit,
+    Queue,
+    ResourceDef,
+    SharedPool,
+)
+from xce.model.events import (
+    ConfigLoaded,
+    Event,
+    HostAdded,
+    HostStateChanged,
+    JobStarted,
+    JobSubmitted,
+    SupplyChanged,
+)
+from xce.model.jobs import JobSpec
+from xce.sched.state import SchedulerState
+
+USERS = ("alice", "bob", "carol")
+TYPES = ("X86_64", "ARM64")
+TEMPLATE_NAMES = ("aws.a", "aws.b", "gcp.c")
+SHARED_NAMES = ("vcs", "lic")
+NOW = 1000.0
+
+# ----------------------------------------------------------------------------- hosts
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What `select[]` and `rusage[]` see of a host or a template."""
+
+    name: str
+    slots: int
+    type: str
+    resources: dict[str, float | bool]
+
+    def amount(self, res: str) -> float:
+        """Configured amount of a per-host consumable (0 when absent)."""
+        value = self.resources.get(res, 0)
+        return 0.0 if isinstance(value, bool) else float(value)
+
+
+@dataclass(frozen=True)
+class HostFact:
+    shape: Shape
+    template: str | None  # None: static host
+    state: str  # ok, closed, unavail
+
+    @property
+    def name(self) -> str:
+        return self.shape.name
+
+    @property
+    def open(self) -> bool:
+        return self.state == "ok"
+
+
+# Select vocabulary: text -> predicate over a Shape (docs/scheduling.md, "select":
+# configured values; a host lacking a resource fails every comparison on it;
+# `select[ssd]` means the boolean is true).
+def _num(shape: Shape, res: str) -> float | None:
+    value = shape.resources.get(res)
+    if value is None or isinstance(value, bool):
+        return None
+    return float(value)
+
+
+def _ssd(shape: Shape) -> bool:
+    return shape.resources.get("ssd") is True
+
+
+SELECTS: dict[str, Callable[[Shape], bool]] = {
+    "type==X86_64": lambda s: s.type == "X86_64",
+    "type==ARM64": lambda s: s.type == "ARM64",
+    "type==any": lambda s: True,
+    "ssd": _ssd,
+    "!ssd": lambda s: not _ssd(s),
+    "mem>=4000": lambda s: (m := _num(s, "mem")) is not None and m >= 4000,
+    "mem>=16000": lambda s: (m := _num(s, "mem")) is not None and m >= 16000,
+    "slots>=4": lambda s: s.slots >= 4,
+    "gpu>0": lambda s: (g := _num(s, "gpu")) is not None and g > 0,
+    "hname!=h01": lambda s: s.name != "h01",
+    "type==X86_64 && mem>=8000": lambda s: s.type == "X86_64"
+    and (m := _num(s, "mem")) is not None
+    and m >= 8000,
+    "ssd || slots>=6": lambda s: _ssd(s) or s.slots >= 6,
+}
+ORDERS = ("-slots", "slots", "mem", "-mem", "-slots:mem")
+
+
+@dataclass(frozen=True)
+class Req:
+    """A requirement string built from the vocabulary above."""
+
+    select: str | None = None
+    rusage: tuple[tuple[str, float], ...] = ()
+    span_hosts1: bool = False
+    ptile: int | None = None
+    order: str | None = None
+
+    def text(self) -> str:
+        parts = []
+        if self.select is not None:
+            parts.append(f"select[{self.select}]")
+        if self.rusage:
+            parts.append("rusage[" + ":".join(f"{r}={a:g}" for r, a in self.rusage) + "]")
+        if self.span_hosts1:
+            parts.append("span[hosts=1]")
+        elif self.ptile is not None:
+            parts.append(f"span[ptile={self.ptile}]")
+        if self.order is not None:
+            parts.append(f"order[{self.order}]")
+        return " ".join(parts)
+
+    def selects(self, shape: Shape) -> bool:
+        return self.select is None or SELECTS[self.select](shape)
+
+    def per_slot(self) -> list[tuple[str, float]]:
+        return [(r, a) for r, a in self.rusage if r not in SHARED_NAMES]
+
+    def shared(self) -> list[tuple[str, float]]:
+        return [(r, a) for r, a in self.rusage if r in SHARED_NAMES]
+
+    def single_host(self, n: int) -> bool:
+        return self.span_hosts1 or n == 1 or (self.ptile is not None and self.ptile >= n)
+
+
+# ----------------------------------------------------------------------------- patterns
+
+
+def patterns_match(patterns: tuple[str, ...] | None, host: HostFact) -> bool:
+    """Queue/pool host lists (docs/scheduling.md, "Host lists")."""
+    if patterns is None:
+        return True
+    if host.template is None:
+        return "all" in patterns or host.name in patterns
+    return template_in(patterns, host.template)
+
+
+def template_in(patterns: tuple[str, ...] | None, template: str) -> bool:
+    if patterns is None:
+        return True
+    return any(p.startswith("template:") and fnmatchcase(template, p[9:]) for p in patterns)
+
+
+def limit_counter(limit: Limit, user: str, queue: str) -> tuple[str, str] | None:
+    """The counter of `limit` a job of (user, queue) uses (docs, section 3)."""
+    if limit.users is None:
+        u = ""
+    elif limit.users == "each":
+        u = user
+    elif user in limit.users:
+        u = ""
+    else:
+        return None
+    if limit.queues is None:
+        q = ""
+    elif limit.queues == "each":
+        q = queue
+    elif queue in limit.queues:
+        q = ""
+    else:
+        return None
+    return (u, q)
+
+
+# ----------------------------------------------------------------------------- world
+
+
+@dataclass
+class World:
+    config: ClusterConfig
+    hosts: dict[str, HostFact]  # static and provisioned hosts, by name
+    jobs: dict[int, JobSpec]  # every submitted job (queue filled in)
+    reqs: dict[int, Req]
+    running: dict[int, tuple[dict[str, int], dict[str, str]]]  # id -> (hosts, pools)
+    in_flight: dict[str, int]
+    allowance: dict[str, int]  # runtime overrides
+    tokens_in_flight: dict[tuple[str, str], float]  # (res, pool) -> tokens
+    borrowed: dict[tuple[str, str], float]
+    headroom: dict[tuple[str, str], float]  # runtime overrides
+    events: list[Event] = field(default_factory=list)
+    now: float = NOW
+
+    # ------------------------------------------------------------------ building
+    def state(self, extra: list[Event] | None = None) -> SchedulerState:
+        state = SchedulerState()
+        state.apply_all(self.events)
+        for event in extra or ():
+            state.apply(event)
+        return state
+
+    # ------------------------------------------------------------------ lookups
+    def queue(self, name: str) -> Queue:
+        return next(q for q in self.config.queues if q.name == name)
+
+    def template(self, name: str) -> HostTemplate:
+        return next(t for t in self.config.catalog.templates if t.name == name)
+
+    def pools(self, res: str) -> tuple[SharedPool, ...]:
+        return self.config.shared[res]
+
+    def pool(self, res: str, name: str) -> SharedPool:
+        return next(p for p in self.pools(res) if p.pool == name)
+
+    def label(self, res: str, pool: str) -> str:
+        return res if len(self.pools(res)) == 1 else f"{res}/{pool}"
+
+    def pool_of_label(self, label: str) -> tuple[str, str]:
+        res, _, pool = label.partition("/")
+        return (res, pool or self.pools(res)[0].pool)
+
+    def countable(self, res: str, pool: str) -> Countable | None:
+        single = len(self.pools(res)) == 1
+        for c in self.config.catalog.countables:
+            if c.resource == res and (c.pool == pool or (c.pool is None and single)):
+                return c
+        return None
+
+    def sort_key(self, job: int) -> tuple[int, int, float, int]:
+        spec = self.jobs[job]
+        return (-self.queue(spec.queue).priority, -spec.priority, spec.submit, spec.id)
+
+    def pending_ids(self) -> list[int]:
+        return [j for j in self.jobs if j not in self.running]
+
+    def present(self, template: str) -> int:
+        return sum(1 for h in self.hosts.values() if h.template == template)
+
+    def template_allowance(self, name: str) -> int:
+        """New hosts a template allows this session (docs, section 4)."""
+        t = self.template(name)
+        allowance = t.max - self.present(name) - self.in_flight.get(name, 0)
+        if name in self.allowance:
+            allowance = min(allowance, self.allowance[name])
+        return max(0, allowance)
+
+    def pool_headroom(self, res: str, pool: str) -> float:
+        c = self.countable(res, pool)
+        if c is None:
+            return 0.0
+        if (res, pool) in self.headroom:
+            return max(0.0, self.headroom[(res, pool)])
+        return max(
+            0.0,
+            c.max_borrow
+            - self.borrowed.get((res, pool), 0.0)
+            - self.tokens_in_flight.get((res, pool), 0.0),
+        )
+
+    def template_shape(self, name: str, host_name: str) -> Shape:
+        t = self.template(name)
+        return Shape(host_name, t.slots, t.type, dict(t.resources))
+
+
+class Model:
+    """Usage recomputed from jobs' specs: running jobs plus whatever is started here."""
+
+    def __init__(self, world: World, hosts: dict[str, HostFact] | None = None) -> None:
+        self.world = world
+        self.hosts = dict(hosts if hosts is not None else world.hosts)
+        self.used_slots: dict[str, int] = {h: 0 for h in self.hosts}
+        self.used_res: dict[tuple[str, str], float] = {}
+        self.pool_used: dict[tuple[str, str], float] = {}
+        self.pool_total: dict[tuple[str, str], float] = {
+            (p.resource, p.pool): p.total + world.borrowed.get((p.resource, p.pool), 0.0)
+            for pools in world.config.shared.values()
+            for p in pools
+        }
+        self.limits: dict[tuple[int, tuple[str, str]], list[int]] = {}
+        for job, (hosts, pools) in world.running.items():
+            self.start(job, hosts, pools)
+
+    def start(self, job: int, hosts: dict[str, int], pools: dict[str, str]) -> None:
+        spec, req = self.world.jobs[job], self.world.reqs[job]
+        for name, slots in hosts.items():
+            self.used_slots[name] = self.used_slots.get(name, 0) + slots
+            for res, amount in req.per_slot():
+                key = (name, res)
+                self.used_res[key] = self.used_res.get(key, 0.0) + amount * slots
+        for res, amount in req.shared():
+            key = (res, pools[res])
+            self.pool_used[key] = self.pool_used.get(key, 0.0) + amount
+        for index, limit in enumerate(self.world.config.limits):
+            counter = limit_counter(limit, spec.user, spec.queue)
+            if counter is not None:
+                c = self.limits.setdefault((index, counter), [0, 0])
+                c[0] += sum(hosts.values())
+                c[1] += 1
+
+    # ------------------------------------------------------------------ queries
+    def free_slots(self, name: str) -> int:
+        return self.hosts[name].shape.slots - self.used_slots.get(name, 0)
+
+    def free_res(self, name: str, res: str) -> float:
+        return self.hosts[name].shape.amount(res) - self.used_res.get((name, res), 0.0)
+
+    def usable(self, name: str, req: Req) -> int:
+        """How many slots of a job with `req` fit on host `name` now."""
+        slots = self.free_slots(name)
+        for res, amount in req.per_slot():
+            slots = min(slots, int((self.free_res(name, res) + 1e-9) // amount))
+        return max(0, slots)
+
+    def pool_free(self, res: str, pool: str) -> float:
+        return self.pool_total[(res, pool)] - self.pool_used.get((res, pool), 0.0)
+
+    def limit_blocked(self, job: int) -> bool:
+        spec = self.world.jobs[job]
+        for index, limit in enumerate(self.world.config.limits):
+            counter = limit_counter(limit, spec.user, spec.queue)
+            if counter is None:
+                continue
+            slots, jobs = self.limits.get((index, counter), [0, 0])
+            if limit.slots is not None and slots + spec.n > limit.slots:
+                return True
+            if limit.jobs is not None and jobs + 1 > limit.jobs:
+                return True
+        return False
+
+    def eligible(self, job: int) -> list[str]:
+        """Open hosts the job's queue may use that satisfy its select."""
+        spec, req = self.world.jobs[job], self.world.reqs[job]
+        queue = self.world.queue(spec.queue)
+        return [
+            name
+            for name, h in self.hosts.items()
+            if h.open and patterns_match(queue.hosts, h) and req.selects(h.shape)
+        ]
+
+    def placement_exists(self, job: int) -> bool:
+        """Exhaustively: is there any pool choice and host split that fits the job now?"""
+        spec, req = self.world.jobs[job], self.world.reqs[job]
+        hosts = self.eligible(job)
+        shared = req.shared()
+        choices = [
+            [p for p in self.world.pools(res) if self.pool_free(res, p.pool) + 1e-9 >= amount]
+            for res, amount in shared
+        ]
+        for combo in product(*choices):
+            allowed = [h for h in hosts if all(patterns_match(p.hosts, self.hosts[h]) for p in combo)]
+            caps = tuple(self.usable(h, req) for h in allowed)
+            if split_exists(caps, spec.n, req.span_hosts1, req.ptile):
+                return True
+        return False
+
+
+def split_exists(caps: tuple[int, ...], n: int, hosts1: bool, ptile: int | None) -> bool:
+    """Exhaustive search: can `n` slots be split over hosts with room `caps` under the
+    span rule? (no span: any split; hosts=1: one host; ptile=N: hosts with exactly N,
+    at most one, the last, with the remainder)."""
+    caps = tuple(sorted((c for c in caps if c > 0), reverse=True))
+    if hosts1 or n == 1 or (ptile is not None and ptile >= n):
+        return any(c >= n for c in caps)
+    if ptile is None:
+        return _any_split(caps, n)
+    full, rest = divmod(n, ptile)
+    return _ptile_split(caps, full, rest, ptile)
+
+
+@lru_cache(maxsize=100_000)
+def _any_split(caps: tuple[int, ...], left: int) -> bool:
+    if left == 0:
+        return True
+    if not caps:
+        return False
+    head, tail = caps[0], caps[1:]
+    return any(_any_split(tail, left - take) for take in range(min(head, left), -1, -1))
+
+
+@lru_cache(maxsize=100_000)
+def _ptile_split(caps: tuple[int, ...], full: int, rest: int, ptile: int) -> bool:
+    if full == 0 and rest == 0:
+        return True
+    if not caps:
+        return False
+    head, tail = caps[0], caps[1:]
+    if full and head >= ptile and _ptile_split(tail, full - 1, rest, ptile):
+        return True
+    if rest and head >= rest and _ptile_split(tail, full, 0, ptile):
+        return True
+    return _ptile_split(tail, full, rest, ptile)
+
+
+# ----------------------------------------------------------------------------- strategies
+
+
+def _resources(draw: Any, shared: tuple[str, ...]) -> dict[str, float | bool]:
+    res: dict[str, float | bool] = {}
+    mem = draw(st.sampled_from([None, 0, 2000, 4000, 8000, 16000, 32000]))
+    if mem is not None:
+        res["mem"] = float(mem)
+    gpu = draw(st.sampled_from([None, None, 0, 1, 2]))
+    if gpu is not None:
+        res["gpu"] = float(gpu)
+    ssd = draw(st.sampled_from([None, True, False]))
+    if ssd is not None:
+        res["ssd"] = ssd
+    return res
+
+
+@st.composite
+def reqs(draw: Any, shared: tuple[str, ...]) -> Req:
+    select = draw(st.one_of(st.none(), st.none(), st.sampled_from(sorted(SELECTS))))
+    rusage: list[tuple[str, float]] = []
+    mem = draw(st.sampled_from([None, None, 500, 1000, 2000, 4000]))
+    if mem is not None:
+        rusage.append(("mem", float(mem)))
+    if draw(st.integers(0, 5)) == 0:
+        rusage.append(("gpu", 1.0))
+    for res in shared:
+        amount = draw(st.sampled_from([None, None, 1, 2]))
+        if amount is not None:
+            rusage.append((res, float(amount)))
+    span = draw(st.sampled_from(["none", "none", "hosts1", "ptile"]))
+    ptile = draw(st.integers(1, 4)) if span == "ptile" else None
+    order = draw(st.one_of(st.none(), st.none(), st.sampled_from(ORDERS)))
+    return Req(select, tuple(rusage), span == "hosts1", ptile, order)
+
+
+@st.composite
+def worlds(
+    draw: Any,
+    max_hosts: int = 8,
+    max_templates: int = 3,
+    max_jobs: int = 40,
+    min_templates: int = 0,
+) -> World:
+    shared = SHARED_NAMES[: draw(st.integers(0, 2))]
+    resources = {
+        "mem": ResourceDef("mem", "numeric", consumable=True),
+        "gpu": ResourceDef("gpu", "numeric", consumable=True),
+        "ssd": ResourceDef("ssd", "boolean"),
+        **{s: ResourceDef(s, "numeric", consumable=True, shared=True) for s in shared},
+    }
+
+    # Static hosts.
+    static: list[HostSpec] = []
+    for i in range(draw(st.integers(1, max_hosts))):
+        static.append(
+            HostSpec(
+                name=f"h{i + 1:02d}",
+                slots=draw(st.integers(1, 8)),
+                type=draw(st.sampled_from(TYPES)),
+                resources=_resources(draw, shared),
+            )
+        )
+    static_names = [h.name for h in static]
+
+    # Templates.
+    n_templates = draw(st.integers(min_templates, max_templates))
+    template_names = draw(st.permutations(TEMPLATE_NAMES))[:n_templates]
+    templates = tuple(
+        HostTemplate(
+            name=name,
+            provider=name.split(".")[0],
+            slots=draw(st.integers(1, 16)),
+            type=draw(st.sampled_from(TYPES)),
+            resources=_resources(draw, shared),
+            max=draw(st.integers(0, 5)),
+            rank=draw(st.integers(0, 3)),
+        )
+        for name in sorted(template_names)
+    )
+
+    # Shared pools and countables.
+    pools: dict[str, tuple[SharedPool, ...]] = {}
+    countables: list[Countable] = []
+    for res in shared:
+        if draw(st.booleans()):
+            pools[res] = (SharedPool(res, "default", float(draw(st.integers(0, 4)))),)
+            if draw(st.booleans()):
+                countables.append(Countable(res, None, float(draw(st.integers(0, 4)))))
+        else:
+            site_hosts = draw(
+                st.one_of(
+                    st.just(("all",)),
+                    st.lists(st.sampled_from(static_names), min_size=1, unique=True).map(tuple),
+                )
+            )
+            cloud_hosts = draw(
+                st.sampled_from([("template:aws.*",), ("template:*",), ("all", "template:*")])
+            )
+            two = [
+                SharedPool(res, "site", float(draw(st.integers(0, 4))), site_hosts),
+                SharedPool(res, "cloud", float(draw(st.integers(0, 4))), cloud_hosts),
+            ]
+            if draw(st.booleans()):
+                two.reverse()
+            pools[res] = tuple(two)
+            if draw(st.booleans()):
+                countables.append(
+                    Countable(res, draw(st.sampled_from(["site", "cloud"])), float(draw(st.integers(0, 4))))
+                )
+
+    # Queues.
+    queue_patterns = [*static_names, "all", "template:aws.*", "template:gcp.c", "template:*"]
+    queues = tuple(
+        Queue(
+            name=f"q{i + 1}",
+            priority=draw(st.integers(0, 3)),
+            hosts=draw(
+                st.one_of(
+                    st.none(),
+                    st.lists(st.sampled_from(queue_patterns), min_size=1, max_size=4, unique=True).map(tuple),
+                )
+            ),
+        )
+        for i in range(draw(st.integers(1, 3)))
+    )
+    queue_names = [q.name for q in queues]
+
+    # Limits.
+    limits = []
+    for i in range(draw(st.integers(0, 3))):
+        slots = draw(st.one_of(st.none(), st.integers(0, 16)))
+        jobs = draw(st.one_of(st.none(), st.integers(0, 8))) if slots is not None else draw(st.integers(0, 8))
+        users = draw(
+            st.one_of(
+                st.none(),
+                st.just("each"),
+                st.lists(st.sampled_from(USERS), min_size=1, unique=True).map(tuple),
+            )
+        )
+        queues_dim = draw(
+            st.one_of(
+                st.none(),
+                st.just("each"),
+                st.lists(st.sampled_from(queue_names), min_size=1, unique=True).map(tuple),
+            )
+        )
+        limits.append(Limit(f"L{i}", slots, jobs, users, queues_dim))
+
+    config = ClusterConfig(
+        cluster="prop",
+        resources=resources,
+        hosts=tuple(static),
+        shared=pools,
+        queues=queues,
+        limits=tuple(limits),
+        catalog=Catalog(
+            idle_time=600,
+            max_jobs_per_session=draw(st.sampled_from([10000, 10000, 10000, 10000, 3])),
+            templates=templates,
+            countables=tuple(countables),
+        ),
+    )
+    events: list[Event] = [ConfigLoaded(config=config)]
+
+    # Runtime host facts: provisioned hosts and closed hosts.
+    hosts: dict[str, HostFact] = {}
+    for spec in static:
+        hosts[spec.name] = HostFact(Shape(spec.name, spec.slots, spec.type, dict(spec.resources)), None, "ok")
+    for t in templates:
+        for k in range(draw(st.integers(0, 2))):
+            name = f"{t.name}-p{k}"
+            state = draw(st.sampled_from(["ok", "ok", "closed"]))
+            hosts[name] = HostFact(Shape(name, t.slots, t.type, dict(t.resources)), t.name, state)
+            events.append(
+                HostAdded(
+                    name=name, slots=t.slots, type=t.type, model=t.model,
+                    resources=dict(t.resources), template=t.name, state=state, time=0,
+                    idle_since=float(draw(st.integers(0, 900))),
+                )
+            )
+    for spec in static:
+        state = draw(st.sampled_from(["ok", "ok", "ok", "closed", "unavail"]))
+        if state != "ok":
+            hosts[spec.name] = HostFact(hosts[spec.name].shape, None, state)
+            events.append(HostStateChanged(name=spec.name, state=state))
+
+    # Jobs: a few requirement classes shared by many jobs, so that buckets form.
+    classes = draw(
+        st.lists(
+            st.tuples(st.sampled_from(queue_names), st.integers(1, 6), reqs(shared)),
+            min_size=1,
+            max_size=5,
+        )
+    )
+    jobs: dict[int, JobSpec] = {}
+    job_reqs: dict[int, Req] = {}
+    for job_id in range(1, draw(st.integers(1, max_jobs)) + 1):
+        queue, n, req = draw(st.sampled_from(classes))
+        spec = JobSpec(
+            id=job_id,
+            user=draw(st.sampled_from(USERS)),
+            queue=queue,
+            n=n,
+            res=req.text(),
+            submit=float(draw(st.sampled_from([0, 10, 20, 30]))),
+            priority=draw(st.sampled_from([0, 0, 1])),
+            hold=draw(st.integers(0, 12)) == 0,
+        )
+        jobs[job_id] = spec
+        job_reqs[job_id] = req
+        events.append(JobSubmitted(job=spec))
+
+    world = World(
+        config=config, hosts=hosts, jobs=jobs, reqs=job_reqs, running={}, in_flight={},
+        allowance={}, tokens_in_flight={}, borrowed={}, headroom={}, events=events,
+    )
+
+    # Supply facts (before starting jobs: borrowed tokens add to pool totals).
+    supply_in_flight: dict[str, int] = {}
+    supply_allowance: dict[str, int] = {}
+    for t in templates:
+        supply_in_flight[t.name] = draw(st.integers(0, 2))
+        if draw(st.integers(0, 3)) == 0:
+            supply_allowance[t.name] = draw(st.integers(0, 3))
+    tif: dict[str, float] = {}
+    borrowed: dict[str, float] = {}
+    headroom: dict[str, float] = {}
+    for c in countables:
+        pool = c.pool or "default"
+        label = world.label(c.resource, pool)
+        tif[label] = float(draw(st.integers(0, 2)))
+        borrowed[label] = float(draw(st.integers(0, 2)))
+        world.tokens_in_flight[(c.resource, pool)] = tif[label]
+        world.borrowed[(c.resource, pool)] = borrowed[label]
+        if draw(st.integers(0, 3)) == 0:
+            headroom[label] = float(draw(st.integers(0, 3)))
+            world.headroom[(c.resource, pool)] = headroom[label]
+    world.in_flight = supply_in_flight
+    world.allowance = supply_allowance
+    events.append(
+        SupplyChanged(
+            in_flight=supply_in_flight, tokens_in_flight=tif, borrowed=borrowed,
+            headroom=headroom, allowance=supply_allowance, time=0,
+        )
+    )
+
+    # Some jobs already run: placed greedily on a drawn host order, anywhere they fit
+    # (a running job may sit on a host closed since), tokens from a reaching pool.
+    model = Model(world)
+    host_names = sorted(hosts)
+    for job_id, spec in jobs.items():
+        if spec.hold or draw(st.integers(0, 3)) != 0:
+            continue
+        req = job_reqs[job_id]
+        order = draw(st.permutations(host_names))
+        placed: dict[str, int] = {}
+        left = spec.n
+        for name in order:
+            take = min(model.usable(name, req), left)
+            if take > 0:
+                placed[name] = take
+                left -= take
+            if left == 0:
+                break
+        if left:
+            continue
+        chosen: dict[str, str] = {}
+        for res, amount in req.shared():
+            for p in world.pools(res):
+                if model.pool_free(res, p.pool) >= amount and all(
+                    patterns_match(p.hosts, hosts[h]) for h in placed
+                ):
+                    chosen[res] = p.pool
+                    break
+            else:
+                break
+        if len(chosen) != len(req.shared()):
+            continue
+        model.start(job_id, placed, chosen)
+        world.running[job_id] = (placed, chosen)
+        events.append(
+            JobStarted(job=job_id, hosts=placed, pools=chosen, time=float(draw(st.integers(0, 900))))
+        )
+    return world
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def scheduling_order(world: World, jobs: list[int]) -> list[int]:
+    return sorted(jobs, key=world.sort_key)
+
+
+def comparable(result: Any) -> dict[str, Any]:
+    """A session result as JSON without timing, plus the dispatches' pools and kinds."""
+    obj = result.to_json_obj()
+    obj["stats"] = {"pending": obj["stats"]["pending"]}
+    obj["pools"] = [(d.job, dict(d.pools)) for d in result.dispatch]
+    obj["kinds"] = sorted((j, g.kind) for g in result.pending for j in g.jobs)
+    return obj
