@@ -17,10 +17,10 @@ from collections.abc import Callable
 
 from xce.model.cluster import HostTemplate
 from xce.model.result import SortKey, TraceEntry
+from xce.sched import placement
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import reach
-from xce.sched import placement
 from xce.sched.hosts import HostRecord, template_allowed
 from xce.sched.pools import PoolRecord
 from xce.sched.realpass import Evaluator, Failure, Settled
@@ -180,7 +180,9 @@ class CatalogPass:
             _key, seq, s, pos = heapq.heappop(heap)
             if self.evaluated >= self.budget:
                 results.append((s, s.members[pos:], None))
-                self._note(s, s.members[pos], "cap", f"catalog pass cap reached ({self.budget} jobs)")
+                self._note(
+                    s, s.members[pos], "cap", f"catalog pass cap reached ({self.budget} jobs)"
+                )
                 continue
             next_key = heap[0][0] if heap else None
             members = s.members

@@ -43,7 +43,9 @@ def waiting_reason(placed: Placed) -> str:
         if parts:
             parts.append(f"short {use.short:g} of {use.pool.label} ({tail})")
         else:
-            parts.append(f"Short {use.short:g} of {use.pool.label}; waiting for provisioning ({tail})")
+            parts.append(
+                f"Short {use.short:g} of {use.pool.label}; waiting for provisioning ({tail})"
+            )
     return "; ".join(parts)
 
 

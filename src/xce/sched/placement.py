@@ -44,18 +44,21 @@ def host_key(cap: Capacity, order: tuple[OrderKey, ...], name_rank: list[int]) -
     free_slots = cap.free_slots
     if not order:
         return lambda i: (-free_slots[i], name_rank[i])
-    getters: list[Callable[[int], float]] = []
-    for key in order:
-        sign = -1.0 if key.descending else 1.0
-        if key.name == "slots":
-            getters.append(lambda i, s=sign: s * free_slots[i])
-        elif key.name in cap.free_res:
-            column = cap.free_res[key.name]
-            getters.append(lambda i, s=sign, c=column: s * c[i])
-        else:
-            hosts, name = cap.hosts, key.name
-            getters.append(lambda i, s=sign, n=name: s * _static(hosts[i], n))
+    getters = [_getter(cap, key) for key in order]
     return lambda i: (*(g(i) for g in getters), name_rank[i])
+
+
+def _getter(cap: Capacity, key: OrderKey) -> Callable[[int], float]:
+    """The sort value of one `order[]` key for a host index (smaller first)."""
+    sign = -1.0 if key.descending else 1.0
+    if key.name == "slots":
+        free_slots = cap.free_slots
+        return lambda i: sign * free_slots[i]
+    if key.name in cap.free_res:
+        column = cap.free_res[key.name]
+        return lambda i: sign * column[i]
+    hosts, name = cap.hosts, key.name
+    return lambda i: sign * _static(hosts[i], name)
 
 
 def _static(host: object, name: str) -> float:
@@ -77,7 +80,7 @@ def place(
             return None
         best = -1
         best_key: tuple[float, ...] = ()
-        for index, usable in zip(room.cands, room.usable):
+        for index, usable in zip(room.cands, room.usable, strict=True):
             if usable >= n:
                 k = key(index)
                 if best < 0 or k < best_key:
@@ -86,7 +89,7 @@ def place(
     if room.total < n:
         return None
     ranked = sorted(
-        (key(i), i, u) for i, u in zip(room.cands, room.usable) if u > 0
+        (key(i), i, u) for i, u in zip(room.cands, room.usable, strict=True) if u > 0
     )
     placement: dict[int, int] = {}
     left = n

@@ -14,10 +14,10 @@ from xce.model.result import Dispatch, SortKey, TraceEntry
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import eligible, name_rank, reach
+from xce.sched.limits import limit_reason
 from xce.sched.placement import HostKey, Room, host_key, place, shortfall, single_host
 from xce.sched.pools import PoolRecord
 from xce.sched.reasons import LIMIT, RESOURCE, no_host, none_open, short_shared
-from xce.sched.limits import limit_reason
 from xce.sched.state import SchedulerState
 
 Placement = tuple[dict[int, int], dict[PoolRecord, float]]
@@ -135,7 +135,7 @@ class Evaluator:
                     req.span_ptile, key,
                 )
                 if found is not None:
-                    return found, {p: a for p, (_r, a) in zip(combo, bucket.shared)}
+                    return found, {p: a for p, (_r, a) in zip(combo, bucket.shared, strict=True)}
         # Hosts are there; tokens are what is missing.
         return self.shared_failure(bucket, cands)
 
@@ -245,7 +245,7 @@ class RealPass:
             self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
             return len(order)
         key = evaluator.key_for(bucket)
-        heap = [(key(i), i) for i, u in zip(room.cands, room.usable) if u >= n]
+        heap = [(key(i), i) for i, u in zip(room.cands, room.usable, strict=True) if u >= n]
         heapq.heapify(heap)
         end = len(order)
         while pos < end:
