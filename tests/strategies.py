@@ -412,49 +412,126 @@ def _ptile_split(caps: tuple[int, ...], full: int, rest: int, ptile: int) -> boo
 
 
 # ----------------------------------------------------------------------------- strategies
+# Strategies are module constants (building them inside draws is slow), and
+# collections are drawn with st.lists so that the shrinker can delete hosts and jobs.
+# Choices are ordered so that shrinking goes towards the plain case (host open, job
+# neither held nor running, no select/rusage/span).
+
+RESOURCES = st.tuples(
+    st.sampled_from([None, 0, 2000, 4000, 8000, 16000, 32000]),  # mem
+    st.sampled_from([None, None, 0, 1, 2]),  # gpu
+    st.sampled_from([None, True, False]),  # ssd
+)
 
 
-def _resources(draw: Any, shared: tuple[str, ...]) -> dict[str, float | bool]:
+def _resources(drawn: tuple[Any, Any, Any]) -> dict[str, float | bool]:
+    mem, gpu, ssd = drawn
     res: dict[str, float | bool] = {}
-    mem = draw(st.sampled_from([None, 0, 2000, 4000, 8000, 16000, 32000]))
     if mem is not None:
         res["mem"] = float(mem)
-    gpu = draw(st.sampled_from([None, None, 0, 1, 2]))
     if gpu is not None:
         res["gpu"] = float(gpu)
-    ssd = draw(st.sampled_from([None, True, False]))
     if ssd is not None:
         res["ssd"] = ssd
     return res
 
 
-@st.composite
-def reqs(draw: Any, shared: tuple[str, ...]) -> Req:
-    select = draw(st.one_of(st.none(), st.none(), st.sampled_from(sorted(SELECTS))))
+HOSTS = st.lists(
+    st.tuples(
+        st.sampled_from([1, 2, 4, 8, 3, 6, 5, 7]),  # slots
+        st.sampled_from(TYPES),
+        RESOURCES,
+        st.sampled_from(["ok", "ok", "ok", "closed", "unavail"]),
+    ),
+    min_size=1,
+    max_size=8,
+)
+TEMPLATE = st.tuples(
+    st.integers(1, 16),  # slots
+    st.sampled_from(TYPES),
+    RESOURCES,
+    st.integers(0, 5),  # max
+    st.integers(0, 3),  # rank
+    st.integers(0, 2),  # provisioned hosts present
+    st.sampled_from(["ok", "ok", "closed"]),  # their state
+    st.integers(0, 2),  # in flight
+    st.one_of(st.none(), st.none(), st.none(), st.integers(0, 3)),  # runtime allowance
+)
+SELECT = st.one_of(st.none(), st.none(), st.sampled_from(sorted(SELECTS)))
+REQ_PARTS = st.tuples(
+    SELECT,
+    st.sampled_from([None, None, 500, 1000, 2000, 4000]),  # mem per slot
+    st.integers(0, 5),  # gpu=1 when 5
+    st.sampled_from([None, None, 1, 2]),  # first shared resource
+    st.sampled_from([None, None, 1, 2]),  # second shared resource
+    st.sampled_from(["none", "none", "hosts1", "ptile", "ptile"]),
+    st.integers(1, 4),  # ptile
+    st.one_of(st.none(), st.none(), st.sampled_from(ORDERS)),
+)
+
+
+def make_req(parts: tuple[Any, ...], shared: tuple[str, ...]) -> Req:
+    select, mem, gpu, s1, s2, span, ptile, order = parts
     rusage: list[tuple[str, float]] = []
-    mem = draw(st.sampled_from([None, None, 500, 1000, 2000, 4000]))
     if mem is not None:
         rusage.append(("mem", float(mem)))
-    if draw(st.integers(0, 5)) == 0:
+    if gpu == 5:
         rusage.append(("gpu", 1.0))
-    for res in shared:
-        amount = draw(st.sampled_from([None, None, 1, 2]))
+    for res, amount in zip(shared, (s1, s2)):
         if amount is not None:
             rusage.append((res, float(amount)))
-    span = draw(st.sampled_from(["none", "none", "hosts1", "ptile"]))
-    ptile = draw(st.integers(1, 4)) if span == "ptile" else None
-    order = draw(st.one_of(st.none(), st.none(), st.sampled_from(ORDERS)))
-    return Req(select, tuple(rusage), span == "hosts1", ptile, order)
+    return Req(select, tuple(rusage), span == "hosts1", ptile if span == "ptile" else None, order)
+
+
+POOLS = st.tuples(
+    st.booleans(),  # shorthand pool (else two pools, site and cloud)
+    st.integers(0, 4),  # total (site)
+    st.integers(0, 4),  # total (cloud)
+    st.one_of(st.none(), st.lists(st.integers(0, 7), min_size=1, max_size=3)),  # site hosts
+    st.sampled_from([("template:aws.*",), ("template:*",), ("all", "template:*")]),
+    st.booleans(),  # cloud pool first
+    st.integers(0, 2),  # countable: none, on site/default, on cloud
+    st.integers(0, 4),  # max_borrow
+    st.integers(0, 2),  # tokens in flight
+    st.integers(0, 2),  # borrowed
+    st.one_of(st.none(), st.none(), st.none(), st.integers(0, 3)),  # runtime headroom
+)
+QUEUES = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # priority
+        st.one_of(st.none(), st.lists(st.integers(0, 11), min_size=1, max_size=4, unique=True)),
+    ),
+    min_size=1,
+    max_size=3,
+)
+LIMITS = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.integers(0, 16)),  # slots
+        st.one_of(st.none(), st.integers(0, 8)),  # jobs
+        st.one_of(st.none(), st.just("each"), st.lists(st.sampled_from(USERS), min_size=1, unique=True)),
+        st.one_of(st.none(), st.just("each"), st.lists(st.integers(0, 2), min_size=1, unique=True)),
+    ),
+    max_size=3,
+)
+CLASSES = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 6), REQ_PARTS), min_size=1, max_size=5)
+JOBS = st.lists(
+    st.tuples(
+        st.integers(0, 4),  # requirement class
+        st.sampled_from(USERS),
+        st.sampled_from([0, 10, 20, 30]),  # submit
+        st.sampled_from([0, 0, 1]),  # priority
+        st.integers(0, 12),  # held when 12
+        st.integers(0, 3),  # running when 3
+        st.integers(0, 15),  # running: first host tried
+        st.integers(0, 900),  # running: start time
+    ),
+    min_size=1,
+    max_size=40,
+)
 
 
 @st.composite
-def worlds(
-    draw: Any,
-    max_hosts: int = 8,
-    max_templates: int = 3,
-    max_jobs: int = 40,
-    min_templates: int = 0,
-) -> World:
+def worlds(draw: Any, min_templates: int = 0, max_templates: int = 3) -> World:
     shared = SHARED_NAMES[: draw(st.integers(0, 2))]
     resources = {
         "mem": ResourceDef("mem", "numeric", consumable=True),
@@ -463,102 +540,78 @@ def worlds(
         **{s: ResourceDef(s, "numeric", consumable=True, shared=True) for s in shared},
     }
 
-    # Static hosts.
-    static: list[HostSpec] = []
-    for i in range(draw(st.integers(1, max_hosts))):
-        static.append(
-            HostSpec(
-                name=f"h{i + 1:02d}",
-                slots=draw(st.integers(1, 8)),
-                type=draw(st.sampled_from(TYPES)),
-                resources=_resources(draw, shared),
-            )
-        )
+    host_rows = draw(HOSTS)
+    static = [
+        HostSpec(name=f"h{i + 1:02d}", slots=slots, type=type_, resources=_resources(res))
+        for i, (slots, type_, res, _state) in enumerate(host_rows)
+    ]
     static_names = [h.name for h in static]
 
-    # Templates.
     n_templates = draw(st.integers(min_templates, max_templates))
-    template_names = draw(st.permutations(TEMPLATE_NAMES))[:n_templates]
+    template_names = sorted(draw(st.permutations(TEMPLATE_NAMES))[:n_templates])
+    template_rows = [draw(TEMPLATE) for _ in template_names]
     templates = tuple(
         HostTemplate(
-            name=name,
-            provider=name.split(".")[0],
-            slots=draw(st.integers(1, 16)),
-            type=draw(st.sampled_from(TYPES)),
-            resources=_resources(draw, shared),
-            max=draw(st.integers(0, 5)),
-            rank=draw(st.integers(0, 3)),
+            name=name, provider=name.split(".")[0], slots=row[0], type=row[1],
+            resources=_resources(row[2]), max=row[3], rank=row[4],
         )
-        for name in sorted(template_names)
+        for name, row in zip(template_names, template_rows)
     )
 
-    # Shared pools and countables.
     pools: dict[str, tuple[SharedPool, ...]] = {}
     countables: list[Countable] = []
+    token_rows: dict[str, tuple[str, tuple[Any, ...]]] = {}
     for res in shared:
-        if draw(st.booleans()):
-            pools[res] = (SharedPool(res, "default", float(draw(st.integers(0, 4)))),)
-            if draw(st.booleans()):
-                countables.append(Countable(res, None, float(draw(st.integers(0, 4)))))
+        row = draw(POOLS)
+        shorthand, site_total, cloud_total, site_hosts, cloud_hosts, cloud_first = row[:6]
+        which, max_borrow = row[6], row[7]
+        if shorthand:
+            pools[res] = (SharedPool(res, "default", float(site_total)),)
+            names = ["default", "default"]
         else:
-            site_hosts = draw(
-                st.one_of(
-                    st.just(("all",)),
-                    st.lists(st.sampled_from(static_names), min_size=1, unique=True).map(tuple),
-                )
-            )
-            cloud_hosts = draw(
-                st.sampled_from([("template:aws.*",), ("template:*",), ("all", "template:*")])
+            site = (
+                ("all",)
+                if site_hosts is None
+                else tuple(dict.fromkeys(static_names[i % len(static_names)] for i in site_hosts))
             )
             two = [
-                SharedPool(res, "site", float(draw(st.integers(0, 4))), site_hosts),
-                SharedPool(res, "cloud", float(draw(st.integers(0, 4))), cloud_hosts),
+                SharedPool(res, "site", float(site_total), site),
+                SharedPool(res, "cloud", float(cloud_total), cloud_hosts),
             ]
-            if draw(st.booleans()):
+            if cloud_first:
                 two.reverse()
             pools[res] = tuple(two)
-            if draw(st.booleans()):
-                countables.append(
-                    Countable(res, draw(st.sampled_from(["site", "cloud"])), float(draw(st.integers(0, 4))))
-                )
+            names = ["site", "cloud"]
+        if which:
+            pool = names[which - 1]
+            countables.append(Countable(res, None if shorthand else pool, float(max_borrow)))
+            token_rows[res] = (pool, row[8:])
 
-    # Queues.
-    queue_patterns = [*static_names, "all", "template:aws.*", "template:gcp.c", "template:*"]
+    queue_rows = draw(QUEUES)
+    patterns = [*static_names, "all", "template:aws.*", "template:gcp.c", "template:*"]
     queues = tuple(
         Queue(
             name=f"q{i + 1}",
-            priority=draw(st.integers(0, 3)),
-            hosts=draw(
-                st.one_of(
-                    st.none(),
-                    st.lists(st.sampled_from(queue_patterns), min_size=1, max_size=4, unique=True).map(tuple),
-                )
-            ),
+            priority=priority,
+            hosts=None if hosts is None else tuple(dict.fromkeys(patterns[h % len(patterns)] for h in hosts)),
         )
-        for i in range(draw(st.integers(1, 3)))
+        for i, (priority, hosts) in enumerate(queue_rows)
     )
     queue_names = [q.name for q in queues]
 
-    # Limits.
     limits = []
-    for i in range(draw(st.integers(0, 3))):
-        slots = draw(st.one_of(st.none(), st.integers(0, 16)))
-        jobs = draw(st.one_of(st.none(), st.integers(0, 8))) if slots is not None else draw(st.integers(0, 8))
-        users = draw(
-            st.one_of(
-                st.none(),
-                st.just("each"),
-                st.lists(st.sampled_from(USERS), min_size=1, unique=True).map(tuple),
+    for i, (slots, jobs, users, queue_dim) in enumerate(draw(LIMITS)):
+        if slots is None and jobs is None:
+            jobs = 0 if i % 2 else 4
+        limits.append(
+            Limit(
+                f"L{i}", slots, jobs,
+                users if users is None or users == "each" else tuple(users),
+                queue_dim
+                if queue_dim is None or queue_dim == "each"
+                else tuple(dict.fromkeys(queue_names[q % len(queue_names)] for q in queue_dim)),
             )
         )
-        queues_dim = draw(
-            st.one_of(
-                st.none(),
-                st.just("each"),
-                st.lists(st.sampled_from(queue_names), min_size=1, unique=True).map(tuple),
-            )
-        )
-        limits.append(Limit(f"L{i}", slots, jobs, users, queues_dim))
 
     config = ClusterConfig(
         cluster="prop",
@@ -578,47 +631,32 @@ def worlds(
 
     # Runtime host facts: provisioned hosts and closed hosts.
     hosts: dict[str, HostFact] = {}
-    for spec in static:
-        hosts[spec.name] = HostFact(Shape(spec.name, spec.slots, spec.type, dict(spec.resources)), None, "ok")
-    for t in templates:
-        for k in range(draw(st.integers(0, 2))):
+    for spec, row in zip(static, host_rows):
+        hosts[spec.name] = HostFact(Shape(spec.name, spec.slots, spec.type, dict(spec.resources)), None, row[3])
+        if row[3] != "ok":
+            events.append(HostStateChanged(name=spec.name, state=row[3]))
+    for t, row in zip(templates, template_rows):
+        for k in range(row[5]):
             name = f"{t.name}-p{k}"
-            state = draw(st.sampled_from(["ok", "ok", "closed"]))
-            hosts[name] = HostFact(Shape(name, t.slots, t.type, dict(t.resources)), t.name, state)
+            hosts[name] = HostFact(Shape(name, t.slots, t.type, dict(t.resources)), t.name, row[6])
             events.append(
                 HostAdded(
                     name=name, slots=t.slots, type=t.type, model=t.model,
-                    resources=dict(t.resources), template=t.name, state=state, time=0,
-                    idle_since=float(draw(st.integers(0, 900))),
+                    resources=dict(t.resources), template=t.name, state=row[6], time=0,
+                    idle_since=float(100 * k),
                 )
             )
-    for spec in static:
-        state = draw(st.sampled_from(["ok", "ok", "ok", "closed", "unavail"]))
-        if state != "ok":
-            hosts[spec.name] = HostFact(hosts[spec.name].shape, None, state)
-            events.append(HostStateChanged(name=spec.name, state=state))
 
     # Jobs: a few requirement classes shared by many jobs, so that buckets form.
-    classes = draw(
-        st.lists(
-            st.tuples(st.sampled_from(queue_names), st.integers(1, 6), reqs(shared)),
-            min_size=1,
-            max_size=5,
-        )
-    )
+    classes = [(queue_names[q % len(queue_names)], n, make_req(parts, shared)) for q, n, parts in draw(CLASSES)]
+    job_rows = draw(JOBS)
     jobs: dict[int, JobSpec] = {}
     job_reqs: dict[int, Req] = {}
-    for job_id in range(1, draw(st.integers(1, max_jobs)) + 1):
-        queue, n, req = draw(st.sampled_from(classes))
+    for job_id, row in enumerate(job_rows, start=1):
+        queue, n, req = classes[row[0] % len(classes)]
         spec = JobSpec(
-            id=job_id,
-            user=draw(st.sampled_from(USERS)),
-            queue=queue,
-            n=n,
-            res=req.text(),
-            submit=float(draw(st.sampled_from([0, 10, 20, 30]))),
-            priority=draw(st.sampled_from([0, 0, 1])),
-            hold=draw(st.integers(0, 12)) == 0,
+            id=job_id, user=row[1], queue=queue, n=n, res=req.text(), submit=float(row[2]),
+            priority=row[3], hold=row[4] == 12,
         )
         jobs[job_id] = spec
         job_reqs[job_id] = req
@@ -630,46 +668,38 @@ def worlds(
     )
 
     # Supply facts (before starting jobs: borrowed tokens add to pool totals).
-    supply_in_flight: dict[str, int] = {}
-    supply_allowance: dict[str, int] = {}
-    for t in templates:
-        supply_in_flight[t.name] = draw(st.integers(0, 2))
-        if draw(st.integers(0, 3)) == 0:
-            supply_allowance[t.name] = draw(st.integers(0, 3))
+    for t, row in zip(templates, template_rows):
+        world.in_flight[t.name] = row[7]
+        if row[8] is not None:
+            world.allowance[t.name] = row[8]
     tif: dict[str, float] = {}
     borrowed: dict[str, float] = {}
     headroom: dict[str, float] = {}
-    for c in countables:
-        pool = c.pool or "default"
-        label = world.label(c.resource, pool)
-        tif[label] = float(draw(st.integers(0, 2)))
-        borrowed[label] = float(draw(st.integers(0, 2)))
-        world.tokens_in_flight[(c.resource, pool)] = tif[label]
-        world.borrowed[(c.resource, pool)] = borrowed[label]
-        if draw(st.integers(0, 3)) == 0:
-            headroom[label] = float(draw(st.integers(0, 3)))
-            world.headroom[(c.resource, pool)] = headroom[label]
-    world.in_flight = supply_in_flight
-    world.allowance = supply_allowance
+    for res, (pool, (t_in_flight, t_borrowed, t_headroom)) in token_rows.items():
+        label = world.label(res, pool)
+        tif[label] = world.tokens_in_flight[(res, pool)] = float(t_in_flight)
+        borrowed[label] = world.borrowed[(res, pool)] = float(t_borrowed)
+        if t_headroom is not None:
+            headroom[label] = world.headroom[(res, pool)] = float(t_headroom)
     events.append(
         SupplyChanged(
-            in_flight=supply_in_flight, tokens_in_flight=tif, borrowed=borrowed,
-            headroom=headroom, allowance=supply_allowance, time=0,
+            in_flight=dict(world.in_flight), tokens_in_flight=tif, borrowed=borrowed,
+            headroom=headroom, allowance=dict(world.allowance), time=0,
         )
     )
 
-    # Some jobs already run: placed greedily on a drawn host order, anywhere they fit
-    # (a running job may sit on a host closed since), tokens from a reaching pool.
+    # Some jobs already run: placed greedily from a drawn first host, anywhere they
+    # fit (a running job may sit on a host closed since), tokens from a reaching pool.
     model = Model(world)
     host_names = sorted(hosts)
-    for job_id, spec in jobs.items():
-        if spec.hold or draw(st.integers(0, 3)) != 0:
+    for (job_id, spec), row in zip(jobs.items(), job_rows):
+        if spec.hold or row[5] != 3:
             continue
         req = job_reqs[job_id]
-        order = draw(st.permutations(host_names))
+        first = row[6] % len(host_names)
         placed: dict[str, int] = {}
         left = spec.n
-        for name in order:
+        for name in host_names[first:] + host_names[:first]:
             take = min(model.usable(name, req), left)
             if take > 0:
                 placed[name] = take
@@ -686,15 +716,11 @@ def worlds(
                 ):
                     chosen[res] = p.pool
                     break
-            else:
-                break
         if len(chosen) != len(req.shared()):
             continue
         model.start(job_id, placed, chosen)
         world.running[job_id] = (placed, chosen)
-        events.append(
-            JobStarted(job=job_id, hosts=placed, pools=chosen, time=float(draw(st.integers(0, 900))))
-        )
+        events.append(JobStarted(job=job_id, hosts=placed, pools=chosen, time=float(row[7])))
     return world
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from xce.resreq import OrderKey, ResReq, ResReqError, parse
 
 FUZZ = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ_SLOW = settings(FUZZ, max_examples=300)  # for strategies expensive to draw from
+FUZZ_SLOW = settings(FUZZ, max_examples=200)  # for strategies expensive to draw from
 
 
 def parse_or_error(text: str) -> ResReq | ResReqError:
@@ -177,7 +177,7 @@ def extend(children: st.SearchStrategy[Tree]) -> st.SearchStrategy[Tree]:
     )  # fmt: skip
 
 
-TREES = st.recursive(LEAVES, extend, max_leaves=12)
+TREES = st.recursive(LEAVES, extend, max_leaves=8)
 
 PRECEDENCE = {"or": 1, "and": 2, "cmp": 3, "not": 4}
 
@@ -300,7 +300,7 @@ ATTRS = st.tuples(*(st.none() | ATTR_VALUES for _ in ATTR_NAMES)).map(
 )
 
 
-@settings(FUZZ, max_examples=400)
+@settings(FUZZ, max_examples=300)
 @given(TREES, st.lists(ATTRS, min_size=1, max_size=4))
 def test_select_matches_reference(tree: Tree, hosts: list[dict[str, Any]]) -> None:
     assume(depth(tree) < 90)
@@ -315,3 +315,21 @@ def test_select_matches_reference(tree: Tree, hosts: list[dict[str, Any]]) -> No
         expected = reference_truth(tree, attrs)
         assert bare.select(attrs) is expected, (expr, attrs)
         assert boxed.select(attrs) is expected, (expr, attrs)
+
+
+@settings(FUZZ, max_examples=300)
+@given(
+    st.lists(CONDITIONS, min_size=1, max_size=3),
+    st.sampled_from([" && ", " || "]),
+    st.lists(ATTRS, min_size=1, max_size=4),
+)
+def test_conditions_match_reference(
+    conditions: list[Tree], joiner: str, hosts: list[dict[str, Any]]
+) -> None:
+    tree: Tree = conditions[0]
+    if len(conditions) > 1:
+        tree = ("and" if "&" in joiner else "or", joiner, conditions)
+    sel = parse(render(tree)[0]).select
+    assert sel is not None
+    for attrs in hosts:
+        assert sel(attrs) is reference_truth(tree, attrs), (sel.text, attrs)

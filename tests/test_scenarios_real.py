@@ -159,10 +159,11 @@ def test_limit_users_each_counts_every_user_separately(session):
           - {id: 1, user: alice, n: 3, state: RUN, hosts: {h: 3}, start: 0}
           - {id: 10, user: alice, n: 2, submit: 10}
           - {id: 11, user: alice, n: 1, submit: 20}
-          - {id: 12, user: bob, n: 4, submit: 30}
+          - {id: 12, user: bob, n: 2, submit: 30}
     """)
-    assert s.dispatched == {11: {"h": 1}, 12: {"h": 4}}, (
-        "alice runs 3 of her 4 slots: a 1-slot job still fits, bob has his own counter"
+    assert s.dispatched == {11: {"h": 1}, 12: {"h": 2}}, (
+        "alice runs 3 of her 4 slots: a 1-slot job still fits; bob has his own counter, "
+        "so his job, the twin of alice's job 10, starts"
     )
     assert s.reasons == {10: "The user has reached the limit per-user (4 slots)"}
 
@@ -764,8 +765,9 @@ def test_scenario_job_with_bad_requirement_is_a_config_error_at_its_line_and_fie
           - {id: 1}
           - {id: 2, res: "select[mem>]"}
     """)
-    assert (err.file, err.line, err.field) == (SCENARIO_FILE, 7, "jobs[1].res"), (
-        "a bad requirement names the scenario file, the job's line and its res field"
+    assert (err.file, err.line, err.field) == (SCENARIO_FILE, 7, "jobs[1]"), (
+        "a bad requirement names the scenario file, the job's line and the job entry "
+        "(README: `my.yaml:14: jobs[0]: requirement error at column 12: ...`)"
     )
     assert err.message == "requirement error at column 12: expected a number or name after '>'"
 
@@ -780,7 +782,7 @@ def test_scenario_job_with_unknown_queue_is_a_config_error_at_its_line_and_field
           - {id: 1}
           - {id: 2, queue: nosuch}
     """)
-    assert (err.file, err.line, err.field) == (SCENARIO_FILE, 7, "jobs[1].queue"), (
-        "an unknown queue names the scenario file, the job's line and its queue field"
+    assert (err.file, err.line, err.field) == (SCENARIO_FILE, 7, "jobs[1]"), (
+        "an unknown queue is reported at the job's line and entry"
     )
     assert "unknown queue 'nosuch'" in err.message

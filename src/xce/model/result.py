@@ -156,7 +156,7 @@ class SessionResult:
 
     def pending_in_order(self) -> Iterator[tuple[int, str]]:
         """(job, reason) for every pending job, in scheduling order."""
-        streams = [((m.key, m.id, g.reason) for m in g.members) for g in self.pending]
+        streams = [[(m.key, m.id, g.reason) for m in g.members] for g in self.pending]
         for _key, job, reason in heapq.merge(*streams):
             yield job, reason
 

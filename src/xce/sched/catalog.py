@@ -35,8 +35,11 @@ class TemplateSupply:
         "allowance",
         "empty",
         "expected",
+        "free_total",
+        "frontier",
         "hosts",
         "in_flight",
+        "in_flight_free",
         "index",
         "jobs",
         "new",
@@ -50,6 +53,9 @@ class TemplateSupply:
         self.index = index  # position in rank order
         self.template = template
         self.expected: set[int] = set()  # capacity indices of the in-flight hosts
+        self.free_total = 0  # free slots on this template's virtual hosts
+        self.frontier = 0  # hosts[:frontier] have no free slot left
+        self.in_flight_free = 0  # of which on in-flight hosts
         self.in_flight = in_flight  # hosts[:in_flight] are the expected hosts
         self.allowance = allowance  # new hosts that may still be opened
         self.hosts: list[int] = []  # capacity indices, in the order they are tried
@@ -142,6 +148,7 @@ class CatalogPass:
             supply = TemplateSupply(position, template, in_flight, max(0, allowance))
             supply.hosts = [self._open(supply) for _ in range(in_flight)]
             supply.expected = set(supply.hosts)
+            supply.in_flight_free = supply.free_total
             self.templates.append(supply)
         self.tokens: dict[PoolRecord, TokenSupply] = {
             pool: TokenSupply(pool)
@@ -156,6 +163,11 @@ class CatalogPass:
         self._fits: dict[tuple[int, int], Failure | None] = {}
         self._cursor: dict[tuple[int, int], int] = {}
         self._trace_of: dict[int, list[int]] = {}  # id(bucket) -> trace indices
+        self._usable: dict[int, list[TemplateSupply]] = {}  # id(bucket) -> templates
+        self._usable_fns: dict[int, Callable[[int], int]] = {}
+        # (bucket, template), in-flight only -> number of hosts that could not hold it
+        self._no_room: dict[tuple[tuple[int, int], bool], int] = {}
+        self._limit_noted: set[tuple[int, str]] = set()
 
     # ------------------------------------------------------------------ driver
     def run(self, settled: list[Settled]) -> list[tuple[Settled, list[PendingJob], Outcome]]:
@@ -195,7 +207,9 @@ class CatalogPass:
                 if isinstance(outcome, Failure) and outcome.kind == LIMIT:
                     results.append((s, [job], outcome))  # only this job's user or queue
                 elif not isinstance(outcome, Placed):
-                    results.append((s, members[pos:], outcome))
+                    limited, rest = self.evaluator.split_limited(members[pos:], s.bucket.n)
+                    results.extend((s, [held], why) for held, why in limited)
+                    results.append((s, rest, outcome))
                     pos = len(members)
                     break
                 else:
@@ -217,26 +231,45 @@ class CatalogPass:
         bucket = s.bucket
         failure = self.evaluator.limit_failure(job, bucket.n)
         if failure is not None:
-            self._note(s, job, "limit", failure.reason)
+            if (id(bucket), failure.reason) not in self._limit_noted:
+                self._limit_noted.add((id(bucket), failure.reason))
+                self._note(s, job, "limit", failure.reason)
             return failure
         if s.failure.check == "shared":
             placed = self._on_real_hosts(s, job)
             if placed is not None:
                 return placed
-        usable = [t for t in self.templates if self._static_fit(s, job, t) is None]
+        usable = self._usable.get(id(bucket))
+        if usable is None:
+            usable = [t for t in self.templates if self._static_fit(s, job, t) is None]
+            self._usable[id(bucket)] = usable
         if not usable:
             return self._why_not(s)
-        first: Failure | None = None
-        for phase in (1, 2, 3):
-            for supply in usable:
-                outcome = self._on_template(s, job, supply, phase)
+        n = bucket.n
+        # Free slot totals are a cheap necessary condition: skip templates without them.
+        for supply in usable:
+            if supply.in_flight_free >= n:
+                outcome = self._on_template(s, job, supply, 1)
                 if isinstance(outcome, Placed):
                     return outcome
-                if isinstance(outcome, Failure):
-                    self._note(s, job, outcome.check, outcome.detail)
-                    first = first or outcome
-        assert first is not None  # phase 3 always places or says why not
-        return first
+        for supply in usable:
+            if supply.free_total >= n:
+                outcome = self._on_template(s, job, supply, 2)
+                if isinstance(outcome, Placed):
+                    return outcome
+        failures: list[Failure] = []
+        for supply in usable:
+            if supply.allowance == 0 and supply.free_total < n:
+                failures.append(_no_more_hosts(supply.template))
+                continue
+            outcome = self._on_template(s, job, supply, 3)
+            if isinstance(outcome, Placed):
+                return outcome
+            assert isinstance(outcome, Failure)  # phase 3 places or says why not
+            failures.append(outcome)
+        for failed in failures:
+            self._note(s, job, failed.check, failed.detail)
+        return failures[0]
 
     def _why_not(self, s: Settled) -> Outcome:
         """No template can take this bucket: say why, or keep the real reason when the
@@ -335,6 +368,27 @@ class CatalogPass:
             return None
         return self._commit(bucket, job, None, hosts, False, tokens)
 
+    def _usable_fn(self, bucket: Bucket) -> Callable[[int], int]:
+        """How many slots of this bucket fit on a host now (inlined for one consumable)."""
+        found = self._usable_fns.get(id(bucket))
+        if found is not None:
+            return found
+        cap, per_slot = self.cap, bucket.per_slot
+        free_slots = cap.free_slots
+        if not per_slot:
+            found = free_slots.__getitem__
+        elif len(per_slot) == 1:
+            (res, amount), = per_slot
+            column = cap.free_res[res]
+
+            def found(i: int) -> int:
+                return min(free_slots[i], int((column[i] + EPSILON) // amount))
+        else:
+            def found(i: int) -> int:
+                return cap.usable(i, per_slot)
+        self._usable_fns[id(bucket)] = found
+        return found
+
     def _reaches_real(self, pool: PoolRecord, hosts: dict[int, int]) -> bool:
         reachable = reach(self.state, pool)
         return reachable is None or all(i in reachable for i in hosts)
@@ -346,13 +400,27 @@ class CatalogPass:
         bucket = s.bucket
         cap = self.cap
         key = (id(bucket), supply.index)
-        cursor = self._cursor.get(key, 0)
         hosts_list = supply.hosts
+        # Capacity only shrinks: hosts that could not hold this bucket still cannot
+        # until the template opens more.
+        known_full = self._no_room.get((key, phase == 1)) == len(hosts_list)
+        if known_full and phase < 3:
+            return None
+        if known_full and supply.allowance == 0:
+            return _no_more_hosts(supply.template)
         limit = supply.in_flight if phase == 1 else len(hosts_list)
-        n, per_slot = bucket.n, bucket.per_slot
+        n = bucket.n
         unit = self._unit(bucket)
-        # Hosts before the cursor can no longer take even one unit of this bucket.
-        while cursor < limit and cap.usable(hosts_list[cursor], per_slot) < unit:
+        usable = self._usable_fn(bucket)
+        # First-fit fills hosts in order: hosts before the template's frontier are
+        # full; hosts before this bucket's cursor cannot take one unit of it.
+        free_slots = cap.free_slots
+        frontier = supply.frontier
+        while frontier < len(hosts_list) and free_slots[hosts_list[frontier]] <= 0:
+            frontier += 1
+        supply.frontier = frontier
+        cursor = max(self._cursor.get(key, 0), frontier)
+        while cursor < limit and usable(hosts_list[cursor]) < unit:
             cursor += 1
         self._cursor[key] = cursor
         chosen: dict[int, int] = {}
@@ -361,7 +429,7 @@ class CatalogPass:
         single = unit == n
         for position in range(cursor, limit):
             index = hosts_list[position]
-            room = cap.usable(index, per_slot)
+            room = usable(index)
             if single:
                 if room >= n:
                     chosen[index] = n
@@ -376,6 +444,7 @@ class CatalogPass:
                     break
         fresh: list[int] = []
         if left > 0:
+            self._no_room[(key, phase == 1)] = len(hosts_list)
             if phase < 3:
                 return None
             per_host = n if single else (
@@ -383,11 +452,7 @@ class CatalogPass:
             )
             count = math.ceil(left / per_host)
             if count > supply.allowance:
-                template = supply.template
-                return Failure(
-                    RESOURCE, "allowance",
-                    f"Template {template.name} allows no more hosts (max {template.max})",
-                )
+                return _no_more_hosts(supply.template)
             for _ in range(count):
                 index = self._open(supply)
                 fresh.append(index)
@@ -399,14 +464,17 @@ class CatalogPass:
         )
         if isinstance(tokens, Failure):
             self.cap.drop_hosts(len(fresh))
+            supply.free_total -= len(fresh) * supply.template.slots
             return tokens
         hosts_list.extend(fresh)
         supply.new += len(fresh)
         supply.allowance -= len(fresh)
-        return self._commit(bucket, job, supply, chosen, bool(fresh), tokens)
+        new_hosts = any(i not in supply.expected for i in chosen)
+        return self._commit(bucket, job, supply, chosen, new_hosts, tokens)
 
     def _open(self, supply: TemplateSupply) -> int:
         template = supply.template
+        supply.free_total += template.slots
         host = HostRecord(
             len(self.cap.hosts), f"{template.name}:virtual{len(self.cap.hosts)}",
             template.slots, template.type, template.model, template.resources,
@@ -471,8 +539,17 @@ class CatalogPass:
                 use.supply.jobs.append(job.id)
         if supply is not None:
             supply.jobs.append(job.id)
-            supply.used.update(i for i in hosts if i in supply.expected)
+            supply.free_total -= sum(hosts.values())
+            for index, slots in hosts.items():
+                if index in supply.expected:
+                    supply.used.add(index)
+                    supply.in_flight_free -= slots
         placed = Placed(job.id, supply, new_hosts, tokens)
         self.placed.append(placed)
         return placed
 
+
+def _no_more_hosts(template: HostTemplate) -> Failure:
+    return Failure(
+        RESOURCE, "allowance", f"Template {template.name} allows no more hosts (max {template.max})"
+    )

@@ -82,6 +82,29 @@ class Evaluator:
                 return Failure(LIMIT, "limit", limit_reason(limit, f"{limit.jobs} jobs"))
         return None
 
+    def split_limited(
+        self, members: list[PendingJob], n: int
+    ) -> tuple[list[tuple[PendingJob, Failure]], list[PendingJob]]:
+        """Split jobs into those whose limit has no room (with it) and the others."""
+        limited: list[tuple[PendingJob, Failure]] = []
+        if not any(job.limit_refs for job in members):
+            return limited, members
+        verdicts: dict[int, Failure | None] = {}  # by limit-ref tuple identity
+        rest: list[PendingJob] = []
+        for job in members:
+            refs = job.limit_refs
+            if not refs:
+                rest.append(job)
+                continue
+            if id(refs) not in verdicts:
+                verdicts[id(refs)] = self.limit_failure(job, n)
+            failure = verdicts[id(refs)]
+            if failure is None:
+                rest.append(job)
+            else:
+                limited.append((job, failure))
+        return limited, rest
+
     def candidates(self, bucket: Bucket) -> list[int] | Failure:
         """Open eligible hosts with a free slot, or why there are none at all."""
         elig = eligible(self.state, bucket.queue, bucket.req.select)
@@ -234,12 +257,21 @@ class RealPass:
     ) -> int:
         """Jobs that each go on one host, placed from a heap of host preference."""
         evaluator, cap = self.evaluator, self.cap
+        n, per_slot = bucket.n, bucket.per_slot
+        # Limits come first (check 1): jobs at a limit pend for it whatever the hosts.
+        while pos < len(order) and (until is None or order[pos].key <= until):
+            failure = evaluator.limit_failure(order[pos], n)
+            if failure is None:
+                break
+            self._limit_pend(bucket, order[pos], failure)
+            pos += 1
+        if pos >= len(order) or (until is not None and order[pos].key > until):
+            return pos
         self.evaluations += 1
         cands = evaluator.candidates(bucket)
         if isinstance(cands, Failure):
             self._settle(bucket, order, pos, cands)
             return len(order)
-        n, per_slot = bucket.n, bucket.per_slot
         room = evaluator.room(bucket, cands)
         if room.most < n:
             self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
@@ -301,5 +333,11 @@ class RealPass:
     def _settle(
         self, bucket: Bucket, order: list[PendingJob], pos: int, failure: Failure
     ) -> None:
-        self.trace.append(TraceEntry(order[pos].id, "real", failure.check, failure.detail))
-        self.settled.append(Settled(bucket, order[pos:], failure, len(self.trace) - 1))
+        """The bucket's jobs from `pos` on pend: for a limit if theirs is reached (the
+        first check), else for `failure`."""
+        limited, rest = self.evaluator.split_limited(order[pos:], bucket.n)
+        for job, limit in limited:
+            self._limit_pend(bucket, job, limit)
+        if rest:
+            self.trace.append(TraceEntry(rest[0].id, "real", failure.check, failure.detail))
+            self.settled.append(Settled(bucket, rest, failure, len(self.trace) - 1))
