@@ -19,6 +19,7 @@ from xce.model.cluster import ClusterConfig, HostSpec, Limit, Queue, ResourceDef
 from xce.model.events import JobStarted, JobSubmitted
 from xce.model.jobs import JobSpec
 from xce.sched import SchedulerState
+from xce.tuning import settle_heap
 
 SLOTS = 16
 
@@ -96,6 +97,7 @@ def main() -> None:
         print(label)
         state = timed("build state", lambda: build(hosts, pending, shape_count, free, 1))
         assert isinstance(state, SchedulerState)
+        settle_heap()  # as the simulator and the controller do after loading
         median, times, result = median_session(state, 1000.0, args.runs)
         stats = getattr(result, "stats")
         print(

@@ -514,24 +514,56 @@ LIMITS = st.lists(
     max_size=3,
 )
 CLASSES = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 6), REQ_PARTS), min_size=1, max_size=5)
-JOBS = st.lists(
+
+# "Tight" worlds stress placement: small hosts, multi-slot jobs, span[ptile] with a
+# remainder, packing orders and per-slot memory, so free capacity gets fragmented.
+TIGHT_HOSTS = st.lists(
     st.tuples(
-        st.integers(0, 4),  # requirement class
-        st.sampled_from(USERS),
-        st.sampled_from([0, 10, 20, 30]),  # submit
-        st.sampled_from([0, 0, 1]),  # priority
-        st.integers(0, 12),  # held when 12
-        st.integers(0, 3),  # running when 3
-        st.integers(0, 15),  # running: first host tried
-        st.integers(0, 900),  # running: start time
+        st.sampled_from([1, 2, 3, 4, 2, 3]),
+        st.sampled_from(TYPES),
+        st.tuples(
+            st.sampled_from([None, 1000, 2000, 4000, 8000]),
+            st.sampled_from([None, 1, 2]),
+            st.sampled_from([None, True, False]),
+        ),
+        st.sampled_from(["ok", "ok", "ok", "ok", "closed"]),
     ),
-    min_size=1,
-    max_size=40,
+    min_size=2,
+    max_size=8,
 )
+TIGHT_REQ_PARTS = st.tuples(
+    st.one_of(st.none(), st.none(), st.none(), st.sampled_from(sorted(SELECTS))),
+    st.sampled_from([None, 1000, 2000]),
+    st.integers(0, 5),
+    st.sampled_from([None, None, None, 1]),
+    st.sampled_from([None, None, None, 1]),
+    st.sampled_from(["none", "hosts1", "ptile", "ptile", "ptile", "ptile"]),
+    st.integers(2, 4),
+    st.sampled_from([None, "-slots", "-slots", "-slots", "mem", "-mem", "slots"]),
+)
+TIGHT_CLASSES = st.lists(
+    st.tuples(st.integers(0, 2), st.sampled_from([3, 5, 4, 5, 6, 2]), TIGHT_REQ_PARTS),
+    min_size=1,
+    max_size=4,
+)
+JOB = st.tuples(
+    st.integers(0, 4),  # requirement class
+    st.sampled_from(USERS),
+    st.sampled_from([0, 10, 20, 30]),  # submit
+    st.sampled_from([0, 0, 1]),  # priority
+    st.integers(0, 12),  # held when 12
+    st.integers(0, 3),  # running when 3
+    st.integers(0, 15),  # running: first host tried
+    st.integers(0, 900),  # running: start time
+)
+JOBS = st.lists(JOB, min_size=1, max_size=40)
+TIGHT_JOBS = st.lists(JOB, min_size=6, max_size=40)
 
 
 @st.composite
-def worlds(draw: Any, min_templates: int = 0, max_templates: int = 3) -> World:
+def worlds(
+    draw: Any, min_templates: int = 0, max_templates: int = 3, tight: bool = False
+) -> World:
     shared = SHARED_NAMES[: draw(st.integers(0, 2))]
     resources = {
         "mem": ResourceDef("mem", "numeric", consumable=True),
@@ -540,7 +572,7 @@ def worlds(draw: Any, min_templates: int = 0, max_templates: int = 3) -> World:
         **{s: ResourceDef(s, "numeric", consumable=True, shared=True) for s in shared},
     }
 
-    host_rows = draw(HOSTS)
+    host_rows = draw(TIGHT_HOSTS if tight else HOSTS)
     static = [
         HostSpec(name=f"h{i + 1:02d}", slots=slots, type=type_, resources=_resources(res))
         for i, (slots, type_, res, _state) in enumerate(host_rows)
@@ -600,7 +632,7 @@ def worlds(draw: Any, min_templates: int = 0, max_templates: int = 3) -> World:
     queue_names = [q.name for q in queues]
 
     limits = []
-    for i, (slots, jobs, users, queue_dim) in enumerate(draw(LIMITS)):
+    for i, (slots, jobs, users, queue_dim) in enumerate(draw(st.just([]) if tight else LIMITS)):
         if slots is None and jobs is None:
             jobs = 0 if i % 2 else 4
         limits.append(
@@ -648,8 +680,11 @@ def worlds(draw: Any, min_templates: int = 0, max_templates: int = 3) -> World:
             )
 
     # Jobs: a few requirement classes shared by many jobs, so that buckets form.
-    classes = [(queue_names[q % len(queue_names)], n, make_req(parts, shared)) for q, n, parts in draw(CLASSES)]
-    job_rows = draw(JOBS)
+    classes = [
+        (queue_names[q % len(queue_names)], n, make_req(parts, shared))
+        for q, n, parts in draw(TIGHT_CLASSES if tight else CLASSES)
+    ]
+    job_rows = draw(TIGHT_JOBS if tight else JOBS)
     jobs: dict[int, JobSpec] = {}
     job_reqs: dict[int, Req] = {}
     for job_id, row in enumerate(job_rows, start=1):

@@ -30,6 +30,7 @@ from xce.model.cluster import (
     ResourceDef,
     SharedPool,
 )
+from xce.model.policy import LeadTime, PolicyConfig, ProviderModel, SimulationConfig, TokenModel
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "cluster.yaml"
 
@@ -95,17 +96,30 @@ def test_example_loads_as_documented() -> None:
         Countable("vcs", "default", max_borrow=20, idle_time=300),
         Countable("hspice", "cloud", max_borrow=16, idle_time=300),
     )
-    assert config.policy["backoff"] == {"initial": 60, "max": 1800}
-    assert config.simulation["providers"] == {
-        "aws": {"lead_time": 120, "failure_rate": 0.0, "capacity": 1000, "reclaim_rate": 0.0}
-    }
+    assert config.policy == PolicyConfig(
+        persistence=60, max_requests_per_round=50, min_hosts={"aws.c5": 0},
+        max_lifetime=86400, backoff_initial=60, backoff_max=1800,
+    )
+    assert config.simulation == SimulationConfig(
+        seed=1,
+        providers={"aws": ProviderModel(LeadTime(mean=120), 0.0, 1000, 0.0)},
+        countables={"vcs": TokenModel(grant_delay=30, refusal_rate=0.0)},
+    )
 
 
-def test_policy_and_simulation_are_plain_data() -> None:
-    config = load_config(EXAMPLE)
-    assert type(config.policy) is dict, "policy must not leak MarkedMap to later components"
-    assert type(config.policy["backoff"]) is dict
-    assert type(config.simulation["providers"]) is dict
+def test_policy_errors_name_the_field() -> None:
+    assert error_of("policy: {backoff: {initial: 60, max: 10}}\n") == (
+        "cluster.yaml:7: policy.backoff.max: max must be >= initial"
+    )
+    assert error_of("policy: {min_hosts: {nope: 1}}\n") == (
+        "cluster.yaml:7: policy.min_hosts.nope: unknown template 'nope'"
+    )
+
+
+def test_simulation_errors_name_the_field() -> None:
+    assert error_of("simulation: {providers: {gcp: {lead_time: 5}}}\n") == (
+        "cluster.yaml:7: simulation.providers.gcp: no template uses provider 'gcp'"
+    )
 
 
 def test_an_empty_mapping_gives_the_defaults() -> None:
@@ -114,12 +128,13 @@ def test_an_empty_mapping_gives_the_defaults() -> None:
     assert config.session_interval == 10
     assert config.queues == (Queue("normal", 30),), "no queues section: the default queue"
     assert config.hosts == () and config.shared == {} and config.limits == ()
-    assert config.catalog.templates == () and config.policy == {} and config.simulation == {}
+    assert config.catalog.templates == ()
+    assert config.policy == PolicyConfig() and config.simulation == SimulationConfig()
 
 
 def test_null_sections_count_as_absent() -> None:
     config = load_config_text("resources:\nhosts:\nshared:\nlimits:\ncatalog:\npolicy:\n")
-    assert config.hosts == () and config.limits == () and config.policy == {}
+    assert config.hosts == () and config.limits == () and config.policy == PolicyConfig()
 
 
 # --- ConfigError ----------------------------------------------------------------------
@@ -322,10 +337,10 @@ def test_simulation_must_be_a_mapping() -> None:
     )
 
 
-def test_recursive_alias_in_policy_is_an_error() -> None:
+def test_unknown_policy_key_is_an_error() -> None:
     assert (
         error_of("policy: &p {again: *p}\n")
-        == "cluster.yaml:7: policy: a recursive alias cannot be used here"
+        == "cluster.yaml:7: policy.again: unknown key 'again'"
     )
 
 

@@ -143,32 +143,55 @@ def test_dispatches_respect_queue_select_state_and_span(world: World) -> None:
 # ----------------------------------------------------------------------------- 4
 
 
-@PROPS
-@given(worlds())
-def test_pending_jobs_truly_did_not_fit(world: World) -> None:
+def check_pending_jobs_truly_did_not_fit(world: World) -> None:
     """Replaying the session in scheduling order: a job left pending either had a
     limit reached or had no placement at all at its turn (exhaustive search over pool
     choices and host splits); a job pending for a resource reason (also when the
-    catalog pass changed the reason to provisioning) had no placement."""
+    catalog pass turned it into a provisioning reason) had no placement. The job a
+    bucket's reason was decided on (its first pending member) pends for a limit when
+    a limit was reached at its turn: limits are check 1."""
     _state, result = session(world)
     dispatched = {d.job: d for d in result.dispatch}
     kind = kinds(result)
     model = Model(world)
+    user_sensitive = any(limit.users is not None for limit in world.config.limits)
+    decided: set[tuple[str, int, str, str]] = set()
     order = scheduling_order(world, [j for j in world.pending_ids() if not world.jobs[j].hold])
     for job in order:
         if job in dispatched:
             d = dispatched[job]
             model.start(job, d.hosts, d.pools)
             continue
+        spec = world.jobs[job]
+        bucket = (spec.queue, spec.n, spec.res, spec.user if user_sensitive else "")
         blocked = model.limit_blocked(job)
         fits = model.placement_exists(job)
         reason = result.reason_of(job)
         assert blocked or not fits, (
-            f"job {job} ({world.jobs[job].n} slots, {world.reqs[job].text()!r}) pends with "
+            f"job {job} ({spec.n} slots, {world.reqs[job].text()!r}) pends with "
             f"{reason!r} but fits and no limit blocks it"
         )
         if kind[job] in ("resource", "provisioning"):
             assert not fits, (job, reason)
+        if bucket not in decided:
+            decided.add(bucket)
+            if blocked:
+                assert kind[job] == "limit", (
+                    f"job {job}: a limit is reached at its turn, yet it pends with {reason!r}"
+                )
+
+
+@PROPS
+@given(worlds())
+def test_pending_jobs_truly_did_not_fit(world: World) -> None:
+    check_pending_jobs_truly_did_not_fit(world)
+
+
+@settings(PROPS, max_examples=300)
+@given(worlds(tight=True))
+def test_pending_jobs_truly_did_not_fit_tight(world: World) -> None:
+    """The same on small, fragmented clusters with multi-slot span jobs."""
+    check_pending_jobs_truly_did_not_fit(world)
 
 
 # ----------------------------------------------------------------------------- 5
@@ -177,12 +200,22 @@ def test_pending_jobs_truly_did_not_fit(world: World) -> None:
 @PROPS
 @given(worlds())
 def test_sessions_are_deterministic(world: World) -> None:
-    """Two identical states give identical results; a state run twice too."""
+    """Two identical states give identical results; a state run twice too; and a
+    state kept incrementally (session, then its dispatches applied) schedules the
+    next session exactly like a state built afresh from the same events."""
     state_a, first = session(world)
     _state_b, second = session(world)
     again = run_session(state_a, world.now)
     assert comparable(first) == comparable(second)
     assert comparable(first) == comparable(again)
+    started = [
+        JobStarted(job=d.job, hosts=d.hosts, pools=d.pools, time=world.now)
+        for d in first.dispatch
+    ]
+    state_a.apply_all(started)
+    fresh = world.state(started)
+    later = world.now + 10
+    assert comparable(run_session(state_a, later)) == comparable(run_session(fresh, later))
 
 
 # ----------------------------------------------------------------------------- 6

@@ -10,7 +10,7 @@ from xce.config.fields import MapReader, Place, line_of
 from xce.config.hosts import read_hosts
 from xce.config.limits import read_limits
 from xce.config.marked_yaml import load_yaml
-from xce.config.plain import read_plain_mapping
+from xce.config.policy import read_policy, read_simulation
 from xce.config.queues import read_queues
 from xce.config.resources import read_resources
 from xce.config.shared import read_shared
@@ -76,8 +76,8 @@ def build_config(
         queues=queues,
         limits=limits,
         catalog=catalog,
-        policy=read_plain_mapping(top.get("policy"), top.value_place("policy")),
-        simulation=read_plain_mapping(top.get("simulation"), top.value_place("simulation")),
+        policy=read_policy(top.get("policy"), top.value_place("policy"), catalog),
+        simulation=read_simulation(top.get("simulation"), top.value_place("simulation"), catalog),
     )
 
 

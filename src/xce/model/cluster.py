@@ -6,6 +6,8 @@ from typing import Literal
 
 import msgspec
 
+from xce.model.policy import PolicyConfig, SimulationConfig
+
 ResourceValue = float | bool
 
 
@@ -109,7 +111,5 @@ class ClusterConfig(msgspec.Struct, frozen=True):
     queues: tuple[Queue, ...] = (Queue(name="normal", priority=30),)
     limits: tuple[Limit, ...] = ()
     catalog: Catalog = Catalog()
-    # Sections used by later components (policy, simulator); kept as validated
-    # plain data until those components define their types.
-    policy: dict[str, object] = {}
-    simulation: dict[str, object] = {}
+    policy: PolicyConfig = PolicyConfig()
+    simulation: SimulationConfig = SimulationConfig()

@@ -1,0 +1,49 @@
+"""What the policy asks the provisioning side to do, each with its reason."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class RequestHosts(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
+    template: str
+    count: int
+    reason: str
+
+
+class RequestTokens(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
+    resource: str  # "vcs" or "hspice/cloud"
+    amount: float
+    reason: str
+
+
+class DrainHost(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
+    """Close a provisioned host to new work (LSF: closed_RC)."""
+
+    host: str
+    reason: str
+
+
+class DecommissionHost(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
+    """Give a drained, empty host back to its provider."""
+
+    host: str
+    reason: str
+
+
+class ReturnTokens(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
+    resource: str
+    amount: float
+    reason: str
+
+
+class SetAllowance(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
+    """Cap new hosts of a template (0 while backed off, so the scheduler moves demand to
+    the next template by rank); `allowance=None` lifts the cap."""
+
+    template: str
+    allowance: int | None
+    reason: str
+
+
+Action = RequestHosts | RequestTokens | DrainHost | DecommissionHost | ReturnTokens | SetAllowance

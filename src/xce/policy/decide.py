@@ -1,0 +1,163 @@
+"""One policy round: demand and idle supply in, actions out.
+
+Pure: the clock and everything known about requests arrive in `PolicyInput`; what the
+policy remembers between rounds is `PolicyMemory`, returned anew each round.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from xce.model.cluster import Catalog
+from xce.model.policy import PolicyConfig
+from xce.model.result import Demand, Idle
+from xce.policy.actions import (
+    Action,
+    DecommissionHost,
+    DrainHost,
+    RequestHosts,
+    RequestTokens,
+    ReturnTokens,
+    SetAllowance,
+)
+
+
+class ProvisionedHost(msgspec.Struct, frozen=True):
+    """A host that came from a template, as the provisioning side sees it."""
+
+    name: str
+    template: str
+    state: str  # ok, closed, unreach, ...
+    joined: float
+    running: int  # jobs running on it
+
+
+class PolicyInput(msgspec.Struct, frozen=True):
+    now: float
+    demand: Demand
+    idle: Idle
+    hosts: list[ProvisionedHost]
+    in_flight: dict[str, int]  # template -> hosts requested, not yet joined
+    tokens_in_flight: dict[str, float] = {}
+    failures: list[str] = []  # templates whose requests failed since the last round
+    joined: list[str] = []  # templates that had a host join since the last round
+
+
+class PolicyMemory(msgspec.Struct, frozen=True):
+    demand_since: dict[str, float] = {}  # template or resource -> demand seen since
+    backoff_until: dict[str, float] = {}  # template -> no requests before
+    backoff_delay: dict[str, float] = {}  # template -> the last back-off delay
+
+
+def decide(
+    inp: PolicyInput, memory: PolicyMemory, config: PolicyConfig, catalog: Catalog
+) -> tuple[list[Action], PolicyMemory]:
+    """The actions of one round and the memory for the next."""
+    now = inp.now
+    actions: list[Action] = []
+    backoff_until = dict(memory.backoff_until)
+    backoff_delay = dict(memory.backoff_delay)
+    # Back-off: after a failure, no requests for a while, doubling per failure; the
+    # template's allowance is set to 0 so the scheduler moves its demand to the next
+    # template by rank.
+    for template in sorted(set(inp.failures)):
+        delay = backoff_delay.get(template, 0.0)
+        delay = config.backoff_initial if delay == 0 else min(config.backoff_max, 2 * delay)
+        backoff_delay[template] = delay
+        backoff_until[template] = now + delay
+        reason = f"provider failure: back-off {delay:g} s until {now + delay:g}"
+        actions.append(SetAllowance(template, 0, reason))
+    for template in sorted(set(inp.joined)):
+        backoff_delay.pop(template, None)  # a success resets the doubling
+    for template, until in sorted(backoff_until.items()):
+        if until <= now:
+            del backoff_until[template]
+            actions.append(SetAllowance(template, None, "back-off over"))
+
+    templates = {t.name: t for t in catalog.templates}
+    alive: dict[str, int] = {}
+    for host in inp.hosts:
+        alive[host.template] = alive.get(host.template, 0) + 1
+    demand_since: dict[str, float] = {}
+
+    for entry in inp.demand.hosts:
+        name = entry.template
+        if entry.count <= 0 or name in backoff_until:
+            continue
+        since = memory.demand_since.get(name, now)
+        demand_since[name] = since
+        if now - since < config.persistence:
+            continue
+        room = _room(name, templates[name].max, config, alive, inp.in_flight)
+        count = min(entry.count, config.max_requests_per_round, room)
+        if count > 0:
+            actions.append(
+                RequestHosts(
+                    name, count,
+                    f"demand of {entry.count} hosts for {len(entry.jobs)} jobs persisted "
+                    f"{now - since:g} s",
+                )
+            )
+    for name, minimum in sorted(config.min_hosts.items()):
+        have = alive.get(name, 0) + inp.in_flight.get(name, 0)
+        requested = sum(
+            a.count for a in actions if isinstance(a, RequestHosts) and a.template == name
+        )
+        if have + requested < minimum and name not in backoff_until:
+            missing = minimum - have - requested
+            actions.append(RequestHosts(name, missing, f"keep at least {minimum}"))
+
+    for res in inp.demand.resources:
+        if res.amount <= 0:
+            continue
+        key = f"tokens:{res.resource}"
+        since = memory.demand_since.get(key, now)
+        demand_since[key] = since
+        if now - since >= config.persistence:
+            actions.append(
+                RequestTokens(
+                    res.resource, res.amount,
+                    f"short {res.amount:g} for {len(res.jobs)} jobs for {now - since:g} s",
+                )
+            )
+
+    actions.extend(_reclaim(inp, config, alive))
+    for res_idle in inp.idle.resources:
+        actions.append(
+            ReturnTokens(res_idle.resource, res_idle.amount, "borrowed tokens idle")
+        )
+    return actions, PolicyMemory(demand_since, backoff_until, backoff_delay)
+
+
+def _room(
+    name: str,
+    template_max: int,
+    config: PolicyConfig,
+    alive: dict[str, int],
+    in_flight: dict[str, int],
+) -> int:
+    """How many more hosts of a template the policy allows."""
+    cap = min(template_max, config.max_hosts.get(name, template_max))
+    return max(0, cap - alive.get(name, 0) - in_flight.get(name, 0))
+
+
+def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> list[Action]:
+    """Drain idle hosts and hosts past their lifetime; decommission drained empty hosts."""
+    actions: list[Action] = []
+    keep = dict(config.min_hosts)
+    open_count = dict(alive)
+    idle = {h.host: h.idle_for for h in inp.idle.hosts}
+    for host in sorted(inp.hosts, key=lambda h: h.name):
+        if host.state == "closed" and host.running == 0:
+            actions.append(DecommissionHost(host.name, "drained and empty"))
+            continue
+        if host.state != "ok":
+            continue
+        lifetime = inp.now - host.joined
+        if config.max_lifetime > 0 and lifetime >= config.max_lifetime:
+            actions.append(DrainHost(host.name, f"maximum lifetime ({config.max_lifetime:g} s)"))
+            open_count[host.template] -= 1
+        elif host.name in idle and open_count[host.template] > keep.get(host.template, 0):
+            actions.append(DrainHost(host.name, f"idle reclaim (idle {idle[host.name]:g} s)"))
+            open_count[host.template] -= 1
+    return actions

@@ -1,0 +1,1 @@
+"""The discrete-event simulator: workloads, supply and the simulation loop."""
