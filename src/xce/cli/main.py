@@ -6,6 +6,7 @@ import click
 
 from xce import __version__
 from xce.cli.sched_cmd import sched
+from xce.cli.sim_cmd import sim
 
 
 @click.group()
@@ -15,3 +16,4 @@ def main() -> None:
 
 
 main.add_command(sched)
+main.add_command(sim)

@@ -93,7 +93,7 @@ class SupplyChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     tokens_in_flight: dict[str, float] = {}  # tokens asked for, not yet granted
     borrowed: dict[str, float] = {}  # borrowed tokens, part of the pool's total
     headroom: dict[str, float] = {}  # how much more could be borrowed now
-    allowance: dict[str, int] = {}  # template -> how many more hosts it allows now
+    allowance: dict[str, int] = {}  # template -> how many more hosts it allows now (<0: no cap)
     time: float = 0
 
 

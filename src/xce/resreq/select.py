@@ -295,6 +295,11 @@ class Select:
     Obtained from `parse(...).select`; `Select("mem>500")` also compiles a bare
     expression (error columns then count within that string). Calling it with a
     host's attributes says whether the host satisfies the expression.
+
+    `text`: the expression as written (stripped); `names`: every name looked up in the
+    attributes (string literals excluded); `uses_hname`: whether `hname` is one of
+    them, i.e. whether hosts with equal other attributes may still differ; `expr`: the
+    syntax tree (columns count in the string it was parsed from).
     """
 
     __slots__ = ("_predicate", "expr", "names", "text", "uses_hname")

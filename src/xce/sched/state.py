@@ -76,6 +76,8 @@ class SchedulerState:
         self.free_slots: list[int] = []
         self.free_res: dict[str, list[float]] = {}
         self.open_free: set[int] = set()  # open hosts with a free slot
+        self.provisioned: dict[int, HostRecord] = {}  # hosts that came from a template
+        self.busy_slots = 0  # slots held by running jobs
         self.pools: dict[str, list[PoolRecord]] = {}
         self.queues: dict[str, Queue] = {}
         self.limit_used: list[dict[tuple[str, str], list[int]]] = []  # [slots, jobs]
@@ -135,6 +137,7 @@ class SchedulerState:
         self.queues = {q.name: q for q in config.queues}
         self._limit_refs_cache = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
+        self.provisioned, self.busy_slots = {}, 0
         self.free_res = {
             name: [] for name, r in config.resources.items() if r.consumable and not r.shared
         }
@@ -218,6 +221,8 @@ class SchedulerState:
             column.append(0.0 if isinstance(value, bool) else float(value))
         if host.is_open and slots > 0:
             self.open_free.add(index)
+        if template is not None:
+            self.provisioned[index] = host
         return host
 
     def _add_host(self, event: HostAdded) -> None:
@@ -251,6 +256,7 @@ class SchedulerState:
             )
         self.hosts[host.index] = None
         del self.host_by_name[host.name]
+        self.provisioned.pop(host.index, None)
         self.open_free.discard(host.index)
         self.free_slots[host.index] = 0
         self._hosts_changed()
@@ -294,7 +300,11 @@ class SchedulerState:
             for key, value in values.items()
         ]
         self.in_flight.update(event.in_flight)
-        self.allowance.update(event.allowance)
+        for name, allowance in event.allowance.items():
+            if allowance < 0:  # a negative allowance lifts the runtime cap
+                self.allowance.pop(name, None)
+            else:
+                self.allowance[name] = allowance
         for pool, field, value in resolved:
             setattr(pool, field, float(value))
             if field == "borrowed":
@@ -447,6 +457,7 @@ class SchedulerState:
             else:
                 self.open_free.discard(index)
             slots_total += slots
+        self.busy_slots += sign * slots_total
         for res, pool in run.pools.items():
             pool.used += sign * run.shared[res]
             pool.record(time)

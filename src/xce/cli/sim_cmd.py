@@ -1,0 +1,180 @@
+"""`xce sim ...`: run the simulator, replay recordings, explore in a REPL."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+import msgspec
+
+from xce.config import ConfigError, load_config
+from xce.model.cluster import ClusterConfig
+from xce.sim.driver import Simulator
+from xce.sim.recording import Recorder, RecordingError
+from xce.sim.replay import replay as replay_recording
+from xce.sim.sizing import sized_cluster
+from xce.sim.workload import Workload, WorkloadError, load_workload, transform
+from xce.tuning import settle_heap
+
+
+@click.group()
+def sim() -> None:
+    """The simulator: the same scheduler on workload traces."""
+
+
+def _workload(path: str, start: float | None, end: float | None, first: int | None,
+              load: float) -> Workload:
+    try:
+        workload = load_workload(path)
+    except (WorkloadError, ConfigError) as err:
+        raise click.ClickException(str(err)) from err
+    return transform(workload, start=start, end=end, first=first, load=load)
+
+
+def _cluster(cluster: str | None, workload: Workload, elastic: float | None) -> ClusterConfig:
+    if cluster is None:
+        return sized_cluster(workload, elastic=elastic or 0.0)
+    if elastic is not None:
+        raise click.UsageError("--elastic sizes a cluster from the trace: give no CLUSTER")
+    try:
+        return load_config(cluster)
+    except ConfigError as err:
+        raise click.ClickException(str(err)) from err
+
+
+def workload_options(f: click.decorators.FC) -> click.decorators.FC:
+    for option in reversed([
+        click.option("--workload", "workload_path", required=True,
+                     type=click.Path(exists=True, dir_okay=False),
+                     help="SWF trace (.swf, .swf.gz) or YAML jobs file."),
+        click.option("--start", type=float, help="Only jobs submitted from this time (s)."),
+        click.option("--end", type=float, help="Only jobs submitted before this time (s)."),
+        click.option("--first", type=int, help="Only the first N jobs."),
+        click.option("--load", type=float, default=1.0, show_default=True,
+                     help="Load factor: arrivals this many times faster."),
+        click.option("--elastic", type=float,
+                     help="Size the cluster from the trace with this fraction of hosts "
+                          "as a cloud template (no CLUSTER file)."),
+        click.option("--seed", type=int, help="Seed of the provider models."),
+    ]):
+        f = option(f)
+    return f
+
+
+@sim.command()
+@click.argument("cluster", required=False, type=click.Path(exists=True, dir_okay=False))
+@workload_options
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--record", type=click.Path(dir_okay=False), help="Write a recording.")
+@click.option("--report", type=click.Path(file_okay=False), help="Write a report directory.")
+def run(cluster: str | None, workload_path: str, start: float | None, end: float | None,
+        first: int | None, load: float, elastic: float | None, seed: int | None,
+        as_json: bool, record: str | None, report: str | None) -> None:
+    """Simulate WORKLOAD on CLUSTER (default: a cluster sized from the trace)."""
+    workload = _workload(workload_path, start, end, first, load)
+    config = _cluster(cluster, workload, elastic)
+    recorder = Recorder(record) if record else None
+    simulator = Simulator(config, workload, seed=seed, recorder=recorder)
+    settle_heap()
+    total = workload.jobs[-1].submit if workload.jobs else 0.0
+    shown = [time.monotonic()]
+
+    def progress(now: float) -> None:
+        if as_json or not sys.stderr.isatty() or time.monotonic() - shown[0] < 0.5:
+            return
+        shown[0] = time.monotonic()
+        done = min(1.0, now / total) if total else 1.0
+        bar = "#" * int(done * 30)
+        click.echo(f"\r[{bar:<30}] {done:4.0%} t={now:,.0f}s", err=True, nl=False)
+
+    simulator.run(progress=progress)
+    if not as_json and sys.stderr.isatty():
+        click.echo("", err=True)
+    if recorder is not None:
+        recorder.close()
+    summary = simulator.summary()
+    if report:
+        from xce.sim.report import write_report
+
+        write_report(Path(report), simulator, summary)
+    if as_json:
+        click.echo(msgspec.json.encode(summary).decode())
+    else:
+        _show_summary(summary)
+
+
+def _show_summary(summary: dict[str, object]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Simulation summary", title_justify="left")
+    table.add_column("METRIC")
+    table.add_column("VALUE", justify="right")
+    for key, value in summary.items():
+        if isinstance(value, float):
+            shown = f"{value:,.3f}"
+        elif isinstance(value, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+        else:
+            shown = str(value)
+        table.add_row(key, shown)
+    Console().print(table)
+
+
+@sim.command()
+@click.argument("recording", type=click.Path(exists=True, dir_okay=False))
+def replay(recording: str) -> None:
+    """Replay RECORDING through the scheduler and check every session's outputs."""
+    try:
+        report = replay_recording(recording)
+    except RecordingError as err:
+        raise click.ClickException(str(err)) from err
+    if report.divergence is not None:
+        click.echo(f"DIVERGENCE: {report.divergence}")
+        sys.exit(1)
+    click.echo(
+        f"replayed {report.sessions} sessions and {report.events} events: no divergence"
+    )
+
+
+@sim.command("cluster")
+@workload_options
+def cluster_cmd(workload_path: str, start: float | None, end: float | None, first: int | None,
+                load: float, elastic: float | None, seed: int | None) -> None:
+    """Print a cluster file sized from WORKLOAD's header (to edit and reuse)."""
+    import yaml
+
+    workload = _workload(workload_path, start, end, first, load)
+    config = sized_cluster(workload, elastic=elastic or 0.0)
+    del seed
+    click.echo(yaml.safe_dump(_cluster_yaml(config), sort_keys=False))
+
+
+def _cluster_yaml(config: ClusterConfig) -> dict[str, object]:
+    hosts = config.hosts
+    out: dict[str, object] = {
+        "cluster": config.cluster,
+        "session_interval": config.session_interval,
+    }
+    if hosts:
+        width = len(hosts[-1].name) - 1
+        out["hosts"] = [{"name": f"n[{1:0{width}d}-{len(hosts):0{width}d}]",
+                         "slots": hosts[0].slots}]
+    out["queues"] = [{"name": q.name, "priority": q.priority} for q in config.queues]
+    if config.catalog.templates:
+        out["catalog"] = {
+            "idle_time": config.catalog.idle_time,
+            "templates": [
+                {"name": t.name, "provider": t.provider, "slots": t.slots, "max": t.max}
+                for t in config.catalog.templates
+            ],
+        }
+        out["simulation"] = {
+            "providers": {
+                name: {"lead_time": model.lead_time.mean}
+                for name, model in config.simulation.providers.items()
+            }
+        }
+    return out

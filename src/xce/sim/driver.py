@@ -1,0 +1,441 @@
+"""The simulator: the scheduler core driven by a workload and simulated providers.
+
+It feeds the scheduler exactly the events the live controller does (`xce.model.events`),
+runs a session at the next session tick after any input changed or a timer fell due
+(sessions where nothing changed are not run at all: they could not decide anything
+new), applies the session's dispatches, and runs the provisioning policy
+(`xce.policy.decide`) on the session's demand and idle supply.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time as wallclock
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from xce.model.cluster import ClusterConfig, HostTemplate
+from xce.model.events import (
+    ConfigLoaded,
+    Event,
+    HostAdded,
+    HostRemoved,
+    HostStateChanged,
+    JobFinished,
+    JobRequeued,
+    JobStarted,
+    JobSubmitted,
+    SupplyChanged,
+)
+from xce.model.jobs import JobSpec
+from xce.model.policy import PolicyConfig, ProviderModel, TokenModel
+from xce.model.result import SessionResult
+from xce.policy import (
+    Action,
+    DecommissionHost,
+    DrainHost,
+    PolicyInput,
+    PolicyMemory,
+    ProvisionedHost,
+    RequestHosts,
+    RequestTokens,
+    ReturnTokens,
+    SetAllowance,
+    decide,
+)
+from xce.sched import SchedulerState, run_session
+from xce.sim.loop import SESSION, EventLoop
+from xce.sim.metrics import Metrics
+from xce.sim.providers import HostProvider, TokenPool
+from xce.sim.recording import Recorder
+from xce.sim.workload import Workload, WorkloadJob
+
+
+class Simulator:
+    """One simulation run (see docs/simulator.md)."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        workload: Workload,
+        *,
+        seed: int | None = None,
+        recorder: Recorder | None = None,
+        policy: PolicyConfig | None = None,
+        timer: Callable[[], float] | None = None,
+    ) -> None:
+        self.config = config
+        self.policy = policy or config.policy
+        self.workload = workload
+        self.seed = config.simulation.seed if seed is None else seed
+        self.rng = random.Random(self.seed)
+        self.recorder = recorder
+        self.timer = timer
+        self.loop = EventLoop()
+        self.state = SchedulerState()
+        self.metrics = Metrics()
+        self.memory = PolicyMemory()
+        self.templates: dict[str, HostTemplate] = {t.name: t for t in config.catalog.templates}
+        self.providers = {
+            t.provider: HostProvider(
+                t.provider, config.simulation.providers.get(t.provider, ProviderModel())
+            )
+            for t in config.catalog.templates
+        }
+        self.pools: dict[str, TokenPool] = {}
+        for countable in config.catalog.countables:
+            key = self._token_key(countable.resource, countable.pool)
+            model = config.simulation.countables.get(key) or config.simulation.countables.get(
+                countable.resource, TokenModel()
+            )
+            size = countable.max_borrow if model.pool is None else model.pool
+            self.pools[key] = TokenPool(key, model, size)
+        self.in_flight: dict[str, int] = {t: 0 for t in self.templates}
+        self.tokens_in_flight: dict[str, float] = {k: 0.0 for k in self.pools}
+        self.borrowed: dict[str, float] = {k: 0.0 for k in self.pools}
+        self.tokens_used_hint: dict[str, float] = {}
+        self.provisioned: dict[str, tuple[str, float]] = {}  # host -> (template, joined)
+        self.used_hosts: set[str] = set()
+        self.failures: list[str] = []
+        self.joined: list[str] = []
+        self.actions_log: list[tuple[float, Action]] = []
+        self.last_result: SessionResult | None = None
+        self._host_seq = 0
+        self._run_gen: dict[int, int] = {}  # job -> start generation (stale finishes)
+        self._session_at: float | None = None
+        self._last_session = -math.inf
+        self._timer_at: float | None = None
+        self._specs: dict[int, WorkloadJob] = {}
+        self._capacity_changes: list[tuple[float, float]] = []  # (time, +/- slots)
+        self._token_clock = 0.0
+        self._apply(ConfigLoaded(config=config))
+        self._static_slots = sum(h.slots for h in config.hosts)
+        self._capacity_changes.append((0.0, float(self._static_slots)))
+        largest = self._static_slots + max(
+            (t.max * t.slots for t in config.catalog.templates), default=0
+        )
+        first_queue = config.queues[0].name
+        queues = {q.name for q in config.queues}
+        for job in workload.jobs:
+            if job.procs > largest:
+                self.metrics.too_large.append(job.id)
+                continue
+            self._specs[job.id] = job
+            spec = JobSpec(
+                id=job.id, user=job.user or "nobody",
+                queue=job.queue if job.queue in queues else first_queue,
+                n=job.procs, submit=job.submit, run=job.run,
+            )
+            self.loop.at(job.submit, partial(self._submit, spec))
+        self.start_wall = wallclock.perf_counter()
+        self.first_submit = workload.jobs[0].submit if workload.jobs else 0.0
+
+    # ------------------------------------------------------------------ plumbing
+    @staticmethod
+    def _token_key(resource: str, pool: str | None) -> str:
+        return resource if pool in (None, "default") else f"{resource}/{pool}"
+
+    @property
+    def now(self) -> float:
+        return self.loop.now
+
+    def _apply(self, event: Event) -> None:
+        if self.recorder is not None:
+            self.recorder.event(self.now, event)
+        self.state.apply(event)
+
+    def _dirty(self) -> None:
+        """An input changed: run a session at the next session tick."""
+        interval = self.config.session_interval
+        tick = math.ceil(self.now / interval) * interval
+        if tick <= self._last_session:
+            tick = self._last_session + interval
+        if self._session_at is None or tick < self._session_at:
+            self._session_at = tick
+            self.loop.at(tick, partial(self._session, tick), SESSION)
+
+    # ------------------------------------------------------------------ jobs
+    def _submit(self, spec: JobSpec) -> None:
+        self._apply(JobSubmitted(job=spec))
+        self.metrics.submitted[spec.id] = spec.submit
+        self.metrics.slots[spec.id] = spec.n
+        self._dirty()
+
+    def _finish(self, job: int, generation: int) -> None:
+        if self._run_gen.get(job) != generation:
+            return  # requeued meanwhile
+        del self._run_gen[job]
+        self._apply(JobFinished(job=job, time=self.now))
+        self.metrics.finish(job, self.now)
+        self._dirty()
+
+    # ------------------------------------------------------------------ sessions
+    def _session(self, tick: float) -> None:
+        if self._session_at != tick:
+            return  # superseded by an earlier tick
+        self._session_at = None
+        self._last_session = tick
+        result = run_session(self.state, tick, self.timer)
+        self.metrics.sessions += 1
+        self.last_result = result
+        if self.recorder is not None:
+            self.recorder.session(tick, result)
+        for d in result.dispatch:
+            self._apply(JobStarted(job=d.job, hosts=d.hosts, time=tick, pools=d.pools))
+            self.metrics.started.setdefault(d.job, tick)
+            for name in d.hosts:
+                self.used_hosts.add(name)
+            generation = self._run_gen.get(d.job, 0) + 1
+            self._run_gen[d.job] = generation
+            run = self._specs[d.job].run
+            self.loop.at(tick + run, partial(self._finish, d.job, generation))
+        self._policy_round(result)
+        self._sample(result)
+        self._schedule_timer()
+
+    def _sample(self, result: SessionResult) -> None:
+        state = self.state
+        closed = sum(1 for h in state.provisioned.values() if h.state == "closed")
+        used = sum(p.used for pools in state.pools.values() for p in pools if p.countable)
+        self.metrics.series.add(
+            time=result.now, pending=len(state.pending) + len(state.held),
+            running=len(state.running), busy_slots=float(state.busy_slots),
+            static_hosts=len(self.config.hosts), provisioned_hosts=len(state.provisioned) - closed,
+            closed_hosts=closed, in_flight_hosts=sum(self.in_flight.values()),
+            demand_hosts=sum(h.count for h in result.demand.hosts),
+            tokens_borrowed=sum(self.borrowed.values()), tokens_used=used,
+        )
+
+    # ------------------------------------------------------------------ policy
+    def _policy_round(self, result: SessionResult) -> None:
+        if not self.templates and not self.pools:
+            return
+        hosts = [
+            ProvisionedHost(name, template, self.state.host_by_name[name].state, joined,
+                            len(self.state.host_by_name[name].running))
+            for name, (template, joined) in sorted(self.provisioned.items())
+        ]
+        inp = PolicyInput(
+            now=result.now, demand=result.demand, idle=result.idle, hosts=hosts,
+            in_flight=dict(self.in_flight), tokens_in_flight=dict(self.tokens_in_flight),
+            failures=self.failures, joined=self.joined,
+        )
+        self.failures, self.joined = [], []
+        actions, self.memory = decide(inp, self.memory, self.policy, self.config.catalog)
+        for action in actions:
+            self.actions_log.append((result.now, action))
+            self._act(action)
+
+    def _act(self, action: Action) -> None:
+        match action:
+            case RequestHosts(template=name, count=count):
+                self._request_hosts(name, count)
+            case RequestTokens(resource=key, amount=amount):
+                self._request_tokens(key, amount)
+            case DrainHost(host=host):
+                self._apply(HostStateChanged(name=host, state="closed", time=self.now))
+                self._dirty()
+            case DecommissionHost(host=host):
+                self._release(host, lost=False)
+            case ReturnTokens(resource=key, amount=amount):
+                amount = min(amount, self.borrowed.get(key, 0.0))
+                if amount > 0:
+                    self._account_tokens()
+                    self.borrowed[key] -= amount
+                    self.pools[key].returned(amount)
+                    self._apply(SupplyChanged(borrowed={key: self.borrowed[key]}, time=self.now))
+                    self._dirty()
+            case SetAllowance(template=name, allowance=allowance):
+                value = -1 if allowance is None else allowance
+                self._apply(SupplyChanged(allowance={name: value}, time=self.now))
+                self._dirty()
+
+    def _request_hosts(self, name: str, count: int) -> None:
+        provider = self.providers[self.templates[name].provider]
+        metrics = self.metrics
+        metrics.hosts_requested[name] = metrics.hosts_requested.get(name, 0) + count
+        for _ in range(count):
+            fate, delay = provider.answer(self.rng)
+            if fate == "capacity":
+                metrics.hosts_failed[name] = metrics.hosts_failed.get(name, 0) + 1
+                self.failures.append(name)
+                self._dirty()
+                continue
+            self.in_flight[name] += 1
+            if fate == "join":
+                self.loop.at(self.now + delay, partial(self._host_joins, name))
+            else:
+                self.loop.at(self.now + delay, partial(self._host_fails, name))
+        self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
+        self._dirty()
+
+    def _host_joins(self, name: str) -> None:
+        template = self.templates[name]
+        self.in_flight[name] -= 1
+        self._host_seq += 1
+        host = f"{name}-{self._host_seq}"
+        self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
+        self._apply(
+            HostAdded(
+                name=host, slots=template.slots, type=template.type, model=template.model,
+                resources=dict(template.resources), template=name, time=self.now,
+            )
+        )
+        self.provisioned[host] = (name, self.now)
+        self._capacity_changes.append((self.now, float(template.slots)))
+        self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + 1
+        self.joined.append(name)
+        after = self.providers[template.provider].reclaim_after(self.rng)
+        if after is not None:
+            self.loop.at(self.now + after, partial(self._reclaimed, host))
+        self._dirty()
+
+    def _host_fails(self, name: str) -> None:
+        self.in_flight[name] -= 1
+        self.providers[self.templates[name].provider].released()
+        self.metrics.hosts_failed[name] = self.metrics.hosts_failed.get(name, 0) + 1
+        self.failures.append(name)
+        self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
+        self._dirty()
+
+    def _reclaimed(self, host: str) -> None:
+        """The provider takes a host back (spot-style): its jobs are requeued."""
+        if host not in self.provisioned:
+            return
+        record = self.state.host_by_name[host]
+        for job in sorted(record.running):
+            self._run_gen.pop(job, None)
+            self._apply(JobRequeued(job=job, time=self.now))
+        self._release(host, lost=True)
+
+    def _release(self, host: str, lost: bool) -> None:
+        template, joined = self.provisioned.pop(host)
+        self._apply(HostRemoved(name=host, time=self.now))
+        slots = self.templates[template].slots
+        self._capacity_changes.append((self.now, -float(slots)))
+        seconds = self.metrics.host_seconds
+        seconds[template] = seconds.get(template, 0.0) + self.now - joined
+        counter = self.metrics.hosts_lost if lost else self.metrics.hosts_reclaimed
+        counter[template] = counter.get(template, 0) + 1
+        if host not in self.used_hosts:
+            self.metrics.hosts_never_used += 1
+        self.providers[self.templates[template].provider].released()
+        self._dirty()
+
+    def _request_tokens(self, key: str, amount: float) -> None:
+        pool = self.pools.get(key)
+        if pool is None:
+            return
+        self.metrics.tokens_requested += amount
+        granted, delay = pool.answer(amount, self.rng)
+        self.tokens_in_flight[key] += amount
+        in_flight = {key: self.tokens_in_flight[key]}
+        self._apply(SupplyChanged(tokens_in_flight=in_flight, time=self.now))
+        self.loop.at(self.now + delay, partial(self._tokens_answer, key, amount, granted))
+        self._dirty()
+
+    def _tokens_answer(self, key: str, asked: float, granted: float) -> None:
+        self._account_tokens()
+        self.tokens_in_flight[key] -= asked
+        self.borrowed[key] += granted
+        self.metrics.tokens_borrowed += granted
+        self.metrics.tokens_refused += asked - granted
+        self._apply(
+            SupplyChanged(
+                tokens_in_flight={key: self.tokens_in_flight[key]},
+                borrowed={key: self.borrowed[key]}, time=self.now,
+            )
+        )
+        self._dirty()
+
+    def _account_tokens(self) -> None:
+        """Integrate borrowed tokens over time (token-hours)."""
+        self.metrics.token_seconds += sum(self.borrowed.values()) * (self.now - self._token_clock)
+        self._token_clock = self.now
+
+    # ------------------------------------------------------------------ timers
+    def _schedule_timer(self) -> None:
+        """Wake up when something becomes due without any input: an idle host passes
+        its idle time, demand passes the persistence threshold, a back-off ends, a
+        host reaches its maximum lifetime, borrowed tokens pass their idle time."""
+        now = self.now
+        due: list[float] = []
+        catalog = self.config.catalog
+        for name, (template, joined) in self.provisioned.items():
+            host = self.state.host_by_name[name]
+            if host.state == "ok" and not host.running:
+                idle_time = self.templates[template].idle_time or catalog.idle_time
+                due.append(host.idle_since + idle_time)
+            if self.policy.max_lifetime > 0:
+                due.append(joined + self.policy.max_lifetime)
+        due.extend(since + self.policy.persistence for since in self.memory.demand_since.values())
+        due.extend(self.memory.backoff_until.values())
+        for key, amount in self.borrowed.items():
+            if amount > 0:
+                pool = self.state.pool_by_key(key)
+                if pool.countable is not None:
+                    due.append(now + pool.countable.idle_time)
+        future = [t for t in due if t > now]
+        if not future:
+            return
+        when = min(future)
+        if self._timer_at is not None and self._timer_at <= when and self._timer_at > now:
+            return
+        self._timer_at = when
+        self.loop.at(when, partial(self._timer, when))
+
+    def _timer(self, when: float) -> None:
+        if self._timer_at == when:
+            self._timer_at = None
+            self._dirty()
+
+    # ------------------------------------------------------------------ running
+    def run(
+        self, until: float | None = None, progress: Callable[[float], None] | None = None
+    ) -> None:
+        """Run until the workload is done (or simulated time `until`)."""
+        loop = self.loop
+        steps = 0
+        while True:
+            nxt = loop.next_time()
+            if nxt is None or (until is not None and nxt > until):
+                break
+            loop.step()
+            steps += 1
+            if progress is not None and steps % 4096 == 0:
+                progress(loop.now)
+        if until is not None and loop.now < until and loop.next_time() is None:
+            loop.now = until
+
+    def step_sessions(self, count: int) -> int:
+        """Run until `count` more sessions have run; returns how many did."""
+        target = self.metrics.sessions + count
+        while self.metrics.sessions < target and self.loop.step():
+            pass
+        return count - (target - self.metrics.sessions)
+
+    def summary(self) -> dict[str, Any]:
+        """The simulator summary (FORMATS.md)."""
+        end = self.now
+        self._account_tokens()
+        capacity = 0.0
+        level = 0.0
+        last = self.first_submit
+        for when, delta in sorted(self._capacity_changes):
+            when = max(when, self.first_submit)
+            capacity += level * (when - last)
+            last, level = when, level + delta
+        capacity += level * max(0.0, end - last)
+        seconds = dict(self.metrics.host_seconds)
+        for template, joined in self.provisioned.values():
+            seconds[template] = seconds.get(template, 0.0) + end - joined
+        self.metrics.host_seconds = seconds
+        summary = self.metrics.summary(
+            jobs=len(self.workload.jobs), skipped=self.workload.skipped,
+            sim_seconds=end - self.first_submit,
+            wall_seconds=wallclock.perf_counter() - self.start_wall,
+            capacity_slot_seconds=capacity,
+        )
+        return summary

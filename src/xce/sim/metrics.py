@@ -1,0 +1,109 @@
+"""What a simulation run measures: job waits and slowdowns, utilization, elastic
+supply (hosts requested, joined, reclaimed, host-hours, tokens), and time series for
+the report."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Any
+
+BSLD_TAU = 10.0  # s: bounded slowdown threshold
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of an already sorted list (0 for an empty one)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(fraction * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+class TimeSeries:
+    """One sample per session, compact (arrays of doubles)."""
+
+    FIELDS = (
+        "time", "pending", "running", "busy_slots", "static_hosts", "provisioned_hosts",
+        "closed_hosts", "in_flight_hosts", "demand_hosts", "tokens_borrowed", "tokens_used",
+    )
+
+    def __init__(self) -> None:
+        self.columns: dict[str, array[float]] = {f: array("d") for f in self.FIELDS}
+
+    def add(self, **values: float) -> None:
+        for name, column in self.columns.items():
+            column.append(values[name])
+
+
+class Metrics:
+    """Counters kept while the simulation runs."""
+
+    def __init__(self) -> None:
+        self.submitted: dict[int, float] = {}  # job -> submit time
+        self.started: dict[int, float] = {}  # job -> first start
+        self.run_time: dict[int, float] = {}
+        self.slots: dict[int, int] = {}
+        self.waits: list[float] = []
+        self.bslds: list[float] = []
+        self.busy_slot_seconds = 0.0
+        self.finished = 0
+        self.too_large: list[int] = []
+        self.sessions = 0
+        self.hosts_requested: dict[str, int] = {}
+        self.hosts_joined: dict[str, int] = {}
+        self.hosts_failed: dict[str, int] = {}
+        self.hosts_reclaimed: dict[str, int] = {}
+        self.hosts_lost: dict[str, int] = {}
+        self.host_seconds: dict[str, float] = {}
+        self.hosts_never_used = 0
+        self.tokens_requested = 0.0
+        self.tokens_borrowed = 0.0
+        self.tokens_refused = 0.0
+        self.token_seconds = 0.0
+        self.series = TimeSeries()
+
+    def finish(self, job: int, end: float) -> None:
+        start = self.started[job]
+        run = end - start
+        wait = start - self.submitted[job]
+        self.waits.append(wait)
+        self.bslds.append(max(1.0, (wait + run) / max(run, BSLD_TAU)))
+        self.busy_slot_seconds += run * self.slots[job]
+        self.finished += 1
+
+    def summary(
+        self, *, jobs: int, skipped: int, sim_seconds: float, wall_seconds: float,
+        capacity_slot_seconds: float,
+    ) -> dict[str, Any]:
+        """The simulator summary of FORMATS.md (plus a few more fields)."""
+        waits = sorted(self.waits)
+        templates = sorted(
+            set(self.hosts_requested) | set(self.hosts_joined) | set(self.host_seconds)
+        )
+        return {
+            "jobs": jobs,
+            "finished": self.finished,
+            "skipped": skipped,
+            "too_large": len(self.too_large),
+            "sim_seconds": sim_seconds,
+            "wall_seconds": round(wall_seconds, 3),
+            "sessions": self.sessions,
+            "wait_mean": sum(waits) / len(waits) if waits else 0.0,
+            "wait_p50": percentile(waits, 0.5),
+            "wait_p95": percentile(waits, 0.95),
+            "bsld_mean": sum(self.bslds) / len(self.bslds) if self.bslds else 0.0,
+            "utilization": (
+                self.busy_slot_seconds / capacity_slot_seconds if capacity_slot_seconds else 0.0
+            ),
+            "hosts_requested": sum(self.hosts_requested.values()),
+            "hosts_joined": sum(self.hosts_joined.values()),
+            "hosts_failed": sum(self.hosts_failed.values()),
+            "hosts_reclaimed": sum(self.hosts_reclaimed.values()),
+            "hosts_lost": sum(self.hosts_lost.values()),
+            "host_hours": {t: round(self.host_seconds.get(t, 0.0) / 3600, 3) for t in templates},
+            "hosts_never_used": self.hosts_never_used,
+            "tokens_requested": self.tokens_requested,
+            "tokens_borrowed": self.tokens_borrowed,
+            "tokens_refused": self.tokens_refused,
+            "token_hours": round(self.token_seconds / 3600, 3),
+        }
