@@ -504,14 +504,22 @@ QUEUES = st.lists(
     min_size=1,
     max_size=3,
 )
-LIMITS = st.lists(
-    st.tuples(
-        st.one_of(st.none(), st.integers(0, 16)),  # slots
-        st.one_of(st.none(), st.integers(0, 8)),  # jobs
-        st.one_of(st.none(), st.just("each"), st.lists(st.sampled_from(USERS), min_size=1, unique=True)),
-        st.one_of(st.none(), st.just("each"), st.lists(st.integers(0, 2), min_size=1, unique=True)),
+LIMITS = st.one_of(
+    st.just([]),
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, 12, 8, 16, 24, 4, 2, 0]),  # slots
+            st.sampled_from([None, None, None, 4, 8, 2, 1, 0]),  # jobs
+            st.one_of(
+                st.none(), st.just("each"), st.lists(st.sampled_from(USERS), min_size=1, unique=True)
+            ),
+            st.one_of(
+                st.none(), st.just("each"), st.lists(st.integers(0, 2), min_size=1, unique=True)
+            ),
+        ),
+        min_size=1,
+        max_size=3,
     ),
-    max_size=3,
 )
 CLASSES = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 6), REQ_PARTS), min_size=1, max_size=5)
 
@@ -556,14 +564,76 @@ JOB = st.tuples(
     st.integers(0, 15),  # running: first host tried
     st.integers(0, 900),  # running: start time
 )
-JOBS = st.lists(JOB, min_size=1, max_size=40)
+# Mostly many jobs (st.lists alone averages only a handful); the first branch is
+# what the shrinker aims for.
+JOBS = st.one_of(st.lists(JOB, min_size=1, max_size=40), st.lists(JOB, min_size=12, max_size=40))
 TIGHT_JOBS = st.lists(JOB, min_size=6, max_size=40)
+
+# "Demand" worlds: few, small static hosts and roomy templates, so that jobs overflow
+# to the catalog.
+DEMAND_HOSTS = st.lists(
+    st.tuples(
+        st.sampled_from([1, 2, 4, 3]),
+        st.sampled_from(TYPES),
+        RESOURCES,
+        st.sampled_from(["ok", "ok", "ok", "closed"]),
+    ),
+    min_size=1,
+    max_size=4,
+)
+DEMAND_TEMPLATE = st.tuples(
+    st.sampled_from([4, 2, 8, 16, 1, 3, 6]),  # slots
+    st.sampled_from(TYPES),
+    st.tuples(
+        st.sampled_from([16000, 32000, 64000, None, 4000]),
+        st.sampled_from([None, 2, 4]),
+        st.sampled_from([None, True, False]),
+    ),
+    st.sampled_from([4, 8, 2, 6, 1, 0]),  # max
+    st.integers(0, 3),  # rank
+    st.integers(0, 2),  # provisioned hosts present
+    st.sampled_from(["ok", "ok", "closed"]),  # their state
+    st.integers(0, 2),  # in flight
+    st.one_of(st.none(), st.none(), st.none(), st.integers(0, 4)),  # runtime allowance
+)
+DEMAND_REQ_PARTS = st.tuples(
+    st.sampled_from([None, "type==X86_64", "type==ARM64", None, "mem>=16000", "ssd", "!ssd"]),
+    st.sampled_from([None, None, 1000, 4000, 8000]),
+    st.integers(0, 5),
+    st.sampled_from([None, None, None, 1, 2]),
+    st.sampled_from([None, None, None, 1]),
+    st.sampled_from(["none", "hosts1", "hosts1", "ptile"]),
+    st.integers(1, 4),
+    st.one_of(st.none(), st.none(), st.sampled_from(ORDERS)),
+)
+DEMAND_CLASSES = st.lists(
+    st.tuples(st.integers(0, 2), st.sampled_from([1, 2, 4, 3, 1, 8]), DEMAND_REQ_PARTS),
+    min_size=1,
+    max_size=5,
+)
+DEMAND_QUEUES = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.one_of(
+            st.none(),
+            st.lists(st.integers(0, 11), min_size=1, max_size=4, unique=True).map(
+                lambda hosts: [*hosts, 99]  # 99: template:* (see worlds)
+            ),
+        ),
+    ),
+    min_size=1,
+    max_size=3,
+)
 
 
 @st.composite
-def worlds(
-    draw: Any, min_templates: int = 0, max_templates: int = 3, tight: bool = False
-) -> World:
+def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
+    """A world; `flavor` "tight" stresses placement (no limits), "demand" the catalog
+    pass (at least one template, jobs overflowing the static hosts)."""
+    tight = flavor == "tight"
+    if flavor == "demand":
+        min_templates = max(min_templates, 1)
+    max_templates = 3
     shared = SHARED_NAMES[: draw(st.integers(0, 2))]
     resources = {
         "mem": ResourceDef("mem", "numeric", consumable=True),
@@ -572,16 +642,20 @@ def worlds(
         **{s: ResourceDef(s, "numeric", consumable=True, shared=True) for s in shared},
     }
 
-    host_rows = draw(TIGHT_HOSTS if tight else HOSTS)
+    host_rows = draw({"tight": TIGHT_HOSTS, "demand": DEMAND_HOSTS}.get(flavor, HOSTS))
     static = [
         HostSpec(name=f"h{i + 1:02d}", slots=slots, type=type_, resources=_resources(res))
         for i, (slots, type_, res, _state) in enumerate(host_rows)
     ]
     static_names = [h.name for h in static]
 
-    n_templates = draw(st.integers(min_templates, max_templates))
+    n_templates = draw(
+        st.sampled_from([2, 3, 1]) if flavor == "demand" else st.integers(min_templates, max_templates)
+    )
     template_names = sorted(draw(st.permutations(TEMPLATE_NAMES))[:n_templates])
-    template_rows = [draw(TEMPLATE) for _ in template_names]
+    template_rows = [
+        draw(DEMAND_TEMPLATE if flavor == "demand" else TEMPLATE) for _ in template_names
+    ]
     templates = tuple(
         HostTemplate(
             name=name, provider=name.split(".")[0], slots=row[0], type=row[1],
@@ -619,13 +693,17 @@ def worlds(
             countables.append(Countable(res, None if shorthand else pool, float(max_borrow)))
             token_rows[res] = (pool, row[8:])
 
-    queue_rows = draw(QUEUES)
+    queue_rows = draw(DEMAND_QUEUES if flavor == "demand" else QUEUES)
     patterns = [*static_names, "all", "template:aws.*", "template:gcp.c", "template:*"]
     queues = tuple(
         Queue(
             name=f"q{i + 1}",
             priority=priority,
-            hosts=None if hosts is None else tuple(dict.fromkeys(patterns[h % len(patterns)] for h in hosts)),
+            hosts=None
+            if hosts is None
+            else tuple(
+                dict.fromkeys("template:*" if h == 99 else patterns[h % len(patterns)] for h in hosts)
+            ),
         )
         for i, (priority, hosts) in enumerate(queue_rows)
     )
@@ -634,7 +712,7 @@ def worlds(
     limits = []
     for i, (slots, jobs, users, queue_dim) in enumerate(draw(st.just([]) if tight else LIMITS)):
         if slots is None and jobs is None:
-            jobs = 0 if i % 2 else 4
+            slots = 12
         limits.append(
             Limit(
                 f"L{i}", slots, jobs,
@@ -682,7 +760,9 @@ def worlds(
     # Jobs: a few requirement classes shared by many jobs, so that buckets form.
     classes = [
         (queue_names[q % len(queue_names)], n, make_req(parts, shared))
-        for q, n, parts in draw(TIGHT_CLASSES if tight else CLASSES)
+        for q, n, parts in draw(
+            {"tight": TIGHT_CLASSES, "demand": DEMAND_CLASSES}.get(flavor, CLASSES)
+        )
     ]
     job_rows = draw(TIGHT_JOBS if tight else JOBS)
     jobs: dict[int, JobSpec] = {}

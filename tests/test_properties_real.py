@@ -188,7 +188,7 @@ def test_pending_jobs_truly_did_not_fit(world: World) -> None:
 
 
 @settings(PROPS, max_examples=300)
-@given(worlds(tight=True))
+@given(worlds("tight"))
 def test_pending_jobs_truly_did_not_fit_tight(world: World) -> None:
     """The same on small, fragmented clusters with multi-slot span jobs."""
     check_pending_jobs_truly_did_not_fit(world)

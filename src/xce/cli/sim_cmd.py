@@ -139,6 +139,22 @@ def replay(recording: str) -> None:
     )
 
 
+@sim.command()
+@click.argument("cluster", required=False, type=click.Path(exists=True, dir_okay=False))
+@workload_options
+def repl(cluster: str | None, workload_path: str, start: float | None, end: float | None,
+         first: int | None, load: float, elastic: float | None, seed: int | None) -> None:
+    """Explore a simulation of WORKLOAD on CLUSTER at a prompt (commands from stdin
+    when it is not a terminal; see docs/simulator.md)."""
+    from xce.sim.repl import run_repl
+
+    workload = _workload(workload_path, start, end, first, load)
+    config = _cluster(cluster, workload, elastic)
+    status = run_repl(Simulator(config, workload, seed=seed))
+    if status:
+        sys.exit(status)
+
+
 @sim.command("cluster")
 @workload_options
 def cluster_cmd(workload_path: str, start: float | None, end: float | None, first: int | None,

@@ -33,11 +33,16 @@ class ProvisionedHost(msgspec.Struct, frozen=True):
 
 
 class PolicyInput(msgspec.Struct, frozen=True):
+    """What a round knows. `hosts` must hold every provisioned host the round may act
+    on: closed ones, idle ones and those past `max_lifetime` (a driver may leave the
+    others out); `alive` counts all hosts present per template."""
+
     now: float
     demand: Demand
     idle: Idle
     hosts: list[ProvisionedHost]
     in_flight: dict[str, int]  # template -> hosts requested, not yet joined
+    alive: dict[str, int] = {}  # template -> provisioned hosts present
     tokens_in_flight: dict[str, float] = {}
     failures: list[str] = []  # templates whose requests failed since the last round
     joined: list[str] = []  # templates that had a host join since the last round
@@ -75,9 +80,7 @@ def decide(
             actions.append(SetAllowance(template, None, "back-off over"))
 
     templates = {t.name: t for t in catalog.templates}
-    alive: dict[str, int] = {}
-    for host in inp.hosts:
-        alive[host.template] = alive.get(host.template, 0) + 1
+    alive = dict(inp.alive)
     demand_since: dict[str, float] = {}
 
     for entry in inp.demand.hosts:
@@ -146,8 +149,11 @@ def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> l
     actions: list[Action] = []
     keep = dict(config.min_hosts)
     open_count = dict(alive)
+    for host in inp.hosts:
+        if host.state != "ok":
+            open_count[host.template] = open_count.get(host.template, 0) - 1
     idle = {h.host: h.idle_for for h in inp.idle.hosts}
-    for host in sorted(inp.hosts, key=lambda h: h.name):
+    for host in sorted(inp.hosts, key=lambda h: (h.joined, h.name)):
         if host.state == "closed" and host.running == 0:
             actions.append(DecommissionHost(host.name, "drained and empty"))
             continue

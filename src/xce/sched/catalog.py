@@ -43,6 +43,7 @@ class TemplateSupply:
         "index",
         "jobs",
         "new",
+        "resources",
         "template",
         "used",
     )
@@ -66,6 +67,9 @@ class TemplateSupply:
             -1, f"{template.name}:virtual", template.slots, template.type, template.model,
             template.resources, template.name, "ok", 0,
         )
+        self.resources = {
+            r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
+        }
 
 
 class TokenSupply:
@@ -473,17 +477,9 @@ class CatalogPass:
         return self._commit(bucket, job, supply, chosen, new_hosts, tokens)
 
     def _open(self, supply: TemplateSupply) -> int:
-        template = supply.template
-        supply.free_total += template.slots
-        host = HostRecord(
-            len(self.cap.hosts), f"{template.name}:virtual{len(self.cap.hosts)}",
-            template.slots, template.type, template.model, template.resources,
-            template.name, "ok", 0,
-        )
-        resources = {
-            r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
-        }
-        return self.cap.add_host(host, resources)
+        """A new virtual host of the template (all share the template's record)."""
+        supply.free_total += supply.template.slots
+        return self.cap.add_host(supply.empty, supply.resources)
 
     def _cover(
         self, bucket: Bucket, reachable: Callable[[PoolRecord], bool]

@@ -11,34 +11,44 @@ from xce.sched.state import SchedulerState
 
 
 class Eligible:
-    """Hosts of a queue that satisfy a select: all of them, and the open ones."""
+    """Hosts of a queue that satisfy a select: all of them, and the open ones. Kept up
+    to date as hosts join, change state and leave."""
 
-    __slots__ = ("matching", "open")
+    __slots__ = ("class_cache", "matching", "open", "queue", "select")
 
-    def __init__(self, matching: list[int], open_: set[int]) -> None:
-        self.matching = matching  # whatever their state
-        self.open = open_
+    def __init__(self, queue: Queue, select: Select | None) -> None:
+        self.queue = queue
+        self.select = select
+        self.class_cache: dict[object, bool] = {}
+        self.matching: set[int] = set()  # whatever their state
+        self.open: set[int] = set()
+
+    def host_changed(self, host: HostRecord, present: bool) -> None:
+        index = host.index
+        if not present or not queue_allows(self.queue, host) or (
+            self.select is not None and not _selects(self.select, host, self.class_cache)
+        ):
+            self.matching.discard(index)
+            self.open.discard(index)
+            return
+        self.matching.add(index)
+        if host.is_open:
+            self.open.add(index)
+        else:
+            self.open.discard(index)
 
 
 def eligible(state: SchedulerState, queue: Queue, select: Select | None) -> Eligible:
-    """The hosts `queue` may use that satisfy `select` (cached until hosts change)."""
-    cache_key = ("eligible", queue.name, select.text if select else "")
-    found = state.cache.get(cache_key)
+    """The hosts `queue` may use that satisfy `select` (kept incrementally)."""
+    key = ("eligible", queue.name, select.text if select else "")
+    found = state.indexes.get(key)
     if isinstance(found, Eligible):
         return found
-    matching: list[int] = []
-    open_: set[int] = set()
-    class_cache: dict[object, bool] = {}
+    result = Eligible(queue, select)
     for host in state.hosts:
-        if host is None or not queue_allows(queue, host):
-            continue
-        if select is not None and not _selects(select, host, class_cache):
-            continue
-        matching.append(host.index)
-        if host.is_open:
-            open_.add(host.index)
-    result = Eligible(matching, open_)
-    state.cache[cache_key] = result
+        if host is not None:
+            result.host_changed(host, True)
+    state.indexes[key] = result
     return result
 
 
@@ -51,27 +61,32 @@ def _selects(select: Select, host: HostRecord, class_cache: dict[object, bool]) 
     return verdict
 
 
+class Reach:
+    """Hosts that can take tokens from a pool, kept up to date."""
+
+    __slots__ = ("hosts", "pool")
+
+    def __init__(self, pool: PoolRecord) -> None:
+        self.pool = pool
+        self.hosts: set[int] = set()
+
+    def host_changed(self, host: HostRecord, present: bool) -> None:
+        if present and self.pool.reaches(host):
+            self.hosts.add(host.index)
+        else:
+            self.hosts.discard(host.index)
+
+
 def reach(state: SchedulerState, pool: PoolRecord) -> set[int] | None:
     """Indices of hosts that can take tokens from `pool` (None: every host)."""
     if pool.hosts is None:
         return None
-    cache_key = ("reach", pool.resource, pool.name)
-    found = state.cache.get(cache_key)
-    if isinstance(found, set):
-        return found
-    hosts = {h.index for h in state.hosts if h is not None and pool.reaches(h)}
-    state.cache[cache_key] = hosts
-    return hosts
-
-
-def name_rank(state: SchedulerState) -> list[int]:
-    """Each host index's rank in name order (the final tie-break of placement)."""
-    found = state.cache.get("name_rank")
-    if isinstance(found, list):
-        return found
-    ranks = [0] * len(state.hosts)
-    named = sorted((h.name, h.index) for h in state.hosts if h is not None)
-    for rank, (_name, index) in enumerate(named):
-        ranks[index] = rank
-    state.cache["name_rank"] = ranks
-    return ranks
+    key = ("reach", pool.resource, pool.name)
+    found = state.indexes.get(key)
+    if not isinstance(found, Reach):
+        found = Reach(pool)
+        for host in state.hosts:
+            if host is not None:
+                found.host_changed(host, True)
+        state.indexes[key] = found
+    return found.hosts

@@ -13,8 +13,8 @@ def idle_supply(state: SchedulerState, now: float, busy: set[str], cap: Capacity
     catalog = state.config.catalog
     templates = state.templates_by_name()
     hosts: list[IdleHost] = []
-    for host in state.provisioned.values():
-        if host.template is None or not host.is_open or host.running:
+    for host in state.idle_provisioned.values():
+        if host.template is None or not host.is_open:
             continue
         if host.name in busy:
             continue

@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 from xce.resreq import OrderKey
 from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.hosts import HostRecord
 
-HostKey = Callable[[int], tuple[float, ...]]
+HostKey = Callable[[int], tuple[float | str, ...]]
 
 
 class Room:
@@ -37,15 +38,19 @@ class Room:
         self.most = max(self.usable, default=0)
 
 
-def host_key(cap: Capacity, order: tuple[OrderKey, ...], name_rank: list[int]) -> HostKey:
+def host_key(cap: Capacity, order: tuple[OrderKey, ...]) -> HostKey:
     """Preference of a host, smaller first. Default (no `order[]`): the most free
     slots, then name. `order[r]` puts the most free (or largest) `r` first,
     `order[-r]` the least; ties by name."""
-    free_slots = cap.free_slots
+    free_slots, hosts = cap.free_slots, cap.hosts
     if not order:
-        return lambda i: (-free_slots[i], name_rank[i])
+        return lambda i: (-free_slots[i], _name(hosts[i]))
     getters = [_getter(cap, key) for key in order]
-    return lambda i: (*(g(i) for g in getters), name_rank[i])
+    return lambda i: (*(g(i) for g in getters), _name(hosts[i]))
+
+
+def _name(host: HostRecord | None) -> str:
+    return host.name if host is not None else ""
 
 
 def _getter(cap: Capacity, key: OrderKey) -> Callable[[int], float]:
@@ -79,7 +84,7 @@ def place(
         if room.most < n:
             return None
         best = -1
-        best_key: tuple[float, ...] = ()
+        best_key: tuple[float | str, ...] = ()
         for index, usable in zip(room.cands, room.usable, strict=True):
             if usable >= n:
                 k = key(index)

@@ -13,7 +13,7 @@ from itertools import product
 from xce.model.result import Dispatch, SortKey, TraceEntry
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
-from xce.sched.eligibility import eligible, name_rank, reach
+from xce.sched.eligibility import eligible, reach
 from xce.sched.limits import limit_reason
 from xce.sched.placement import HostKey, Room, host_key, place, shortfall, single_host
 from xce.sched.pools import PoolRecord
@@ -56,7 +56,6 @@ class Evaluator:
     def __init__(self, state: SchedulerState, cap: Capacity) -> None:
         self.state = state
         self.cap = cap
-        self.ranks = name_rank(state)
         self._keys: dict[int, HostKey] = {}
         # Views derived from the capacity, valid until the next reservation.
         self._cands: dict[int, tuple[int, list[int]]] = {}
@@ -65,7 +64,7 @@ class Evaluator:
     def key_for(self, bucket: Bucket) -> HostKey:
         found = self._keys.get(id(bucket))
         if found is None:
-            found = self._keys[id(bucket)] = host_key(self.cap, bucket.req.order, self.ranks)
+            found = self._keys[id(bucket)] = host_key(self.cap, bucket.req.order)
         return found
 
     def limit_failure(self, job: PendingJob, n: int) -> Failure | None:
@@ -312,10 +311,11 @@ class RealPass:
         self.cap.take(hosts, bucket.per_slot, pools, job.limit_refs)
         host_at = self.cap.hosts
         names = {}
-        for index, slots in sorted(hosts.items(), key=lambda item: self.evaluator.ranks[item[0]]):
+        for index, slots in hosts.items():
             host = host_at[index]
             assert host is not None
             names[host.name] = slots
+        names = dict(sorted(names.items()))
         self.dispatch.append(
             Dispatch(job=job.id, hosts=names, pools={p.resource: p.name for p in pools})
         )

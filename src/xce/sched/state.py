@@ -7,6 +7,7 @@ refresh its caches). Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from xce.model.cluster import ClusterConfig, HostTemplate, Queue, ResourceValue
 from xce.model.events import (
@@ -28,9 +29,15 @@ from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReqError, parse, validate
 from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob
-from xce.sched.hosts import HostRecord
+from xce.sched.hosts import OPEN_STATE, HostRecord
 from xce.sched.limits import limit_key
 from xce.sched.pools import PoolRecord
+
+
+class HostIndex(Protocol):
+    """A derived index over hosts that follows host changes incrementally."""
+
+    def host_changed(self, host: HostRecord, present: bool) -> None: ...
 
 
 class SubmitError(ValueError):
@@ -77,6 +84,7 @@ class SchedulerState:
         self.free_res: dict[str, list[float]] = {}
         self.open_free: set[int] = set()  # open hosts with a free slot
         self.provisioned: dict[int, HostRecord] = {}  # hosts that came from a template
+        self.idle_provisioned: dict[int, HostRecord] = {}  # ... running nothing
         self.busy_slots = 0  # slots held by running jobs
         self.pools: dict[str, list[PoolRecord]] = {}
         self.queues: dict[str, Queue] = {}
@@ -86,7 +94,10 @@ class SchedulerState:
         self.held: dict[int, PendingJob] = {}
         self.buckets: dict[BucketKey, Bucket] = {}
         self.running: dict[int, RunningJob] = {}
-        self.cache: dict[object, object] = {}  # session caches, keyed with hosts_version
+        self.cache: dict[object, object] = {}  # derived views, dropped when hosts change
+        self.indexes: dict[object, HostIndex] = {}  # derived views kept up to date
+        self.alive: dict[str, int] = {}  # template -> hosts of it present
+        self._free_indices: list[int] = []  # indices of removed hosts, to reuse
         self.in_flight: dict[str, int] = {}  # template -> expected hosts not yet joined
         self.allowance: dict[str, int] = {}  # template -> runtime cap on new hosts
         self._submitted: dict[int, JobSpec] = {}  # pending, held and running specs
@@ -137,7 +148,9 @@ class SchedulerState:
         self.queues = {q.name: q for q in config.queues}
         self._limit_refs_cache = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
-        self.provisioned, self.busy_slots = {}, 0
+        self.provisioned, self.busy_slots, self.alive = {}, 0, {}
+        self.idle_provisioned = {}
+        self._free_indices = []
         self.free_res = {
             name: [] for name, r in config.resources.items() if r.consumable and not r.shared
         }
@@ -179,9 +192,15 @@ class SchedulerState:
             self._start(run.spec.id, names, {r: p.name for r, p in run.pools.items()}, run.start)
         self._hosts_changed()
 
-    def _hosts_changed(self) -> None:
+    def _hosts_changed(self, host: HostRecord | None = None, present: bool = True) -> None:
+        """Hosts changed: drop derived views, or update the incremental ones for `host`."""
         self.hosts_version += 1
         self.cache.clear()
+        if host is None:
+            self.indexes.clear()
+        else:
+            for index in self.indexes.values():
+                index.host_changed(host, present)
 
     # ------------------------------------------------------------------ hosts
     def _host(self, name: str) -> HostRecord:
@@ -211,18 +230,27 @@ class SchedulerState:
         for res in resources:
             if res not in self.config.resources:
                 raise SchedulerInputError(f"host '{name}': unknown resource '{res}'")
-        index = len(self.hosts)
+        # Reuse the index of a removed host, so that the index space (and every
+        # per-host array a session copies) stays as large as the cluster, not its history.
+        index = self._free_indices.pop() if self._free_indices else len(self.hosts)
         host = HostRecord(index, name, slots, type_, model, resources, template, state, time)
-        self.hosts.append(host)
-        self.host_by_name[name] = host
-        self.free_slots.append(slots)
+        if index == len(self.hosts):
+            self.hosts.append(host)
+            self.free_slots.append(slots)
+            for column in self.free_res.values():
+                column.append(0.0)
+        self.hosts[index] = host
+        self.free_slots[index] = slots
         for res, column in self.free_res.items():
             value = resources.get(res, 0)
-            column.append(0.0 if isinstance(value, bool) else float(value))
+            column[index] = 0.0 if isinstance(value, bool) else float(value)
+        self.host_by_name[name] = host
         if host.is_open and slots > 0:
             self.open_free.add(index)
         if template is not None:
             self.provisioned[index] = host
+            self.idle_provisioned[index] = host
+            self.alive[template] = self.alive.get(template, 0) + 1
         return host
 
     def _add_host(self, event: HostAdded) -> None:
@@ -235,7 +263,7 @@ class SchedulerState:
         )
         if event.idle_since is not None:
             host.idle_since = event.idle_since
-        self._hosts_changed()
+        self._hosts_changed(host)
 
     def templates_by_name(self) -> dict[str, HostTemplate]:
         return {t.name: t for t in self.config.catalog.templates}
@@ -246,7 +274,7 @@ class SchedulerState:
             self.open_free.add(host.index)
         else:
             self.open_free.discard(host.index)
-        self._hosts_changed()
+        self._hosts_changed(host)
 
     def _remove_host(self, host: HostRecord) -> None:
         if host.running:
@@ -256,10 +284,13 @@ class SchedulerState:
             )
         self.hosts[host.index] = None
         del self.host_by_name[host.name]
-        self.provisioned.pop(host.index, None)
+        if self.provisioned.pop(host.index, None) is not None and host.template is not None:
+            self.alive[host.template] -= 1
+        self.idle_provisioned.pop(host.index, None)
         self.open_free.discard(host.index)
         self.free_slots[host.index] = 0
-        self._hosts_changed()
+        self._free_indices.append(host.index)
+        self._hosts_changed(host, present=False)
 
     def _pool(self, resource: str, pool: str) -> PoolRecord:
         pools = self.pools.get(resource)
@@ -312,7 +343,7 @@ class SchedulerState:
 
     def template_alive(self, template: str) -> int:
         """Hosts of `template` present now (joined, whatever their state)."""
-        return sum(1 for h in self.hosts if h is not None and h.template == template)
+        return self.alive.get(template, 0)
 
     # ------------------------------------------------------------------ jobs
     def sort_key(self, spec: JobSpec) -> SortKey:
@@ -439,24 +470,32 @@ class SchedulerState:
 
     def _hold_capacity(self, run: RunningJob, sign: int, time: float) -> None:
         slots_total = 0
+        hosts, free_slots, open_free = self.hosts, self.free_slots, self.open_free
+        idle, job_id, usage = self.idle_provisioned, run.spec.id, run.usage
         for index, slots in run.hosts.items():
-            host = self.hosts[index]
-            self.free_slots[index] -= sign * slots
-            for res, per_slot in run.usage.items():
+            host = hosts[index]
+            free = free_slots[index] - sign * slots
+            free_slots[index] = free
+            slots_total += slots
+            for res, per_slot in usage.items():
                 self.free_res[res][index] -= sign * per_slot * slots
             if host is None:
                 continue
+            running = host.running
             if sign > 0:
-                host.running[run.spec.id] = slots
+                running[job_id] = slots
+                if host.template is not None:
+                    idle.pop(index, None)
             else:
-                host.running.pop(run.spec.id, None)
-                if not host.running:
+                running.pop(job_id, None)
+                if not running:
                     host.idle_since = time
-            if host.is_open and self.free_slots[index] > 0:
-                self.open_free.add(index)
+                    if host.template is not None:
+                        idle[index] = host
+            if free > 0 and host.state == OPEN_STATE:
+                open_free.add(index)
             else:
-                self.open_free.discard(index)
-            slots_total += slots
+                open_free.discard(index)
         self.busy_slots += sign * slots_total
         for res, pool in run.pools.items():
             pool.used += sign * run.shared[res]

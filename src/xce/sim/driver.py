@@ -98,6 +98,7 @@ class Simulator:
         self.tokens_used_hint: dict[str, float] = {}
         self.provisioned: dict[str, tuple[str, float]] = {}  # host -> (template, joined)
         self.used_hosts: set[str] = set()
+        self.closed: set[str] = set()  # provisioned hosts drained, not yet released
         self.failures: list[str] = []
         self.joined: list[str] = []
         self.actions_log: list[tuple[float, Action]] = []
@@ -212,14 +213,10 @@ class Simulator:
     def _policy_round(self, result: SessionResult) -> None:
         if not self.templates and not self.pools:
             return
-        hosts = [
-            ProvisionedHost(name, template, self.state.host_by_name[name].state, joined,
-                            len(self.state.host_by_name[name].running))
-            for name, (template, joined) in sorted(self.provisioned.items())
-        ]
         inp = PolicyInput(
-            now=result.now, demand=result.demand, idle=result.idle, hosts=hosts,
-            in_flight=dict(self.in_flight), tokens_in_flight=dict(self.tokens_in_flight),
+            now=result.now, demand=result.demand, idle=result.idle,
+            hosts=self._reclaim_candidates(result), in_flight=dict(self.in_flight),
+            alive=dict(self.state.alive), tokens_in_flight=dict(self.tokens_in_flight),
             failures=self.failures, joined=self.joined,
         )
         self.failures, self.joined = [], []
@@ -227,6 +224,27 @@ class Simulator:
         for action in actions:
             self.actions_log.append((result.now, action))
             self._act(action)
+
+    def _reclaim_candidates(self, result: SessionResult) -> list[ProvisionedHost]:
+        """The provisioned hosts a policy round may act on: closed, idle, or past their
+        maximum lifetime (`provisioned` is in join order, so those are a prefix)."""
+        by_name = self.state.host_by_name
+        names = {h.host for h in result.idle.hosts} | self.closed
+        lifetime = self.policy.max_lifetime
+        if lifetime > 0:
+            for name, (_template, joined) in self.provisioned.items():
+                if joined + lifetime > self.now:
+                    break
+                names.add(name)
+        hosts = []
+        for name in sorted(names):
+            host = by_name.get(name)
+            if host is not None and host.template is not None:
+                hosts.append(
+                    ProvisionedHost(name, host.template, host.state, self.provisioned[name][1],
+                                    len(host.running))
+                )
+        return hosts
 
     def _act(self, action: Action) -> None:
         match action:
@@ -236,6 +254,7 @@ class Simulator:
                 self._request_tokens(key, amount)
             case DrainHost(host=host):
                 self._apply(HostStateChanged(name=host, state="closed", time=self.now))
+                self.closed.add(host)
                 self._dirty()
             case DecommissionHost(host=host):
                 self._release(host, lost=False)
@@ -312,6 +331,7 @@ class Simulator:
 
     def _release(self, host: str, lost: bool) -> None:
         template, joined = self.provisioned.pop(host)
+        self.closed.discard(host)
         self._apply(HostRemoved(name=host, time=self.now))
         slots = self.templates[template].slots
         self._capacity_changes.append((self.now, -float(slots)))
@@ -363,13 +383,13 @@ class Simulator:
         now = self.now
         due: list[float] = []
         catalog = self.config.catalog
-        for name, (template, joined) in self.provisioned.items():
-            host = self.state.host_by_name[name]
-            if host.state == "ok" and not host.running:
-                idle_time = self.templates[template].idle_time or catalog.idle_time
+        for host in self.state.idle_provisioned.values():
+            if host.state == "ok" and host.template is not None:
+                idle_time = self.templates[host.template].idle_time or catalog.idle_time
                 due.append(host.idle_since + idle_time)
-            if self.policy.max_lifetime > 0:
-                due.append(joined + self.policy.max_lifetime)
+        if self.policy.max_lifetime > 0 and self.provisioned:
+            _template, oldest = next(iter(self.provisioned.values()))
+            due.append(oldest + self.policy.max_lifetime)
         due.extend(since + self.policy.persistence for since in self.memory.demand_since.values())
         due.extend(self.memory.backoff_until.values())
         for key, amount in self.borrowed.items():

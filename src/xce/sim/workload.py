@@ -269,7 +269,8 @@ def _leading_int(value: str | None) -> int | None:
 
 
 def read_yaml_jobs(path: str | os.PathLike[str]) -> Workload:
-    """Read a YAML workload: a `jobs:` list (other top-level keys are ignored).
+    """Read a YAML workload: a `jobs:` list and an optional `name` (other top-level
+    keys, such as a scenario's `cluster` or `now`, are ignored).
 
     Each job: `id` (or `ids: "3-10"` for alike jobs), `run` (seconds, required, > 0),
     `submit` (seconds, default 0), `n` (processors, default 1), `user` (default
@@ -289,7 +290,7 @@ def read_yaml_jobs(path: str | os.PathLike[str]) -> Workload:
 
 def _yaml_workload(text: str, filename: str, default_name: str) -> Workload:
     root = MapReader(load_yaml(text, filename), Place(filename, 1, ""))
-    name = root.text("name", default_name) if isinstance(root.get("name"), str) else default_name
+    name = root.text("name", default_name)
     jobs: list[WorkloadJob] = []
     seen: set[int] = set()
     for item, place in as_list(*root.required("jobs")):

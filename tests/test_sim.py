@@ -1,0 +1,512 @@
+"""End-to-end simulator runs on small YAML workloads with exact, hand-worked results,
+the shared SWF traces, and `xce sim run` (FORMATS.md "Workloads for the simulator",
+"Simulator summary"; docs/scheduling.md for what each session decides).
+
+Timing rules used below: a session runs at the next multiple of `session_interval` at
+or after an input changed (a job submitted or finished, a host joined, a policy action
+taken), after the inputs of that instant; a timer (idle time, persistence, back-off)
+due at T makes a session at T.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from click.testing import CliRunner
+
+from xce.cli.main import main
+from xce.config import load_config_text
+from xce.model.cluster import ClusterConfig
+from xce.model.events import JobFinished, JobRequeued
+from xce.model.jobs import JobSpec
+from xce.policy import DecommissionHost, DrainHost, RequestHosts, SetAllowance
+from xce.sim.driver import Simulator
+from xce.sim.recording import Recorder, read_recording
+from xce.sim.sizing import sized_cluster
+from xce.sim.workload import Workload, load_workload, transform
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+TRACE_FILES = sorted(TRACES.glob("*.swf.gz")) if TRACES.is_dir() else []
+
+SUMMARY_KEYS = {
+    "jobs", "skipped", "sim_seconds", "wall_seconds", "sessions", "wait_mean", "wait_p50",
+    "wait_p95", "bsld_mean", "utilization", "hosts_requested", "hosts_joined",
+    "hosts_reclaimed", "host_hours", "hosts_never_used", "tokens_borrowed", "token_hours",
+}
+
+
+def cluster(text: str) -> ClusterConfig:
+    return load_config_text(textwrap.dedent(text), "cluster.yaml")
+
+
+def workload(tmp_path: Path, text: str, name: str = "jobs.yaml") -> Workload:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return load_workload(path)
+
+
+def simulate(config: ClusterConfig, jobs: Workload, **kwargs: Any) -> tuple[Simulator, dict]:
+    sim = Simulator(config, jobs, **kwargs)
+    sim.run()
+    return sim, sim.summary()
+
+
+def log_of(sim: Simulator) -> list[tuple[float, str, str, Any]]:
+    """(time, action, template or host, count/allowance) of the policy's actions."""
+    rows = []
+    for t, action in sim.actions_log:
+        match action:
+            case RequestHosts(template=name, count=count):
+                rows.append((t, "RequestHosts", name, count))
+            case SetAllowance(template=name, allowance=allowance):
+                rows.append((t, "SetAllowance", name, allowance))
+            case DrainHost(host=name):
+                rows.append((t, "DrainHost", name, None))
+            case DecommissionHost(host=name):
+                rows.append((t, "DecommissionHost", name, None))
+            case _:
+                rows.append((t, type(action).__name__, getattr(action, "resource", ""),
+                             getattr(action, "amount", None)))
+    return rows
+
+
+# --------------------------------------------------------------------------- static
+
+
+STATIC = """
+    cluster: static
+    session_interval: 10
+    hosts:
+      - {name: "n[01-02]", slots: 4}
+    queues: [{name: normal, priority: 30}]
+"""
+
+
+def test_static_run_exact_waits(tmp_path):
+    """2 hosts x 4 slots, sessions at 10 s ticks.
+
+    t=0   job 1 (4 slots, 100 s) submitted; session 0 starts it (wait 0), ends 100.
+    t=3   job 2 (4, 50 s); t=5 job 3 (4, 30 s): session 10 starts job 2 on the other
+          host (wait 7, ends 60); job 3 pends (no free slot).
+    t=12  job 4 (2, 20 s): session 20, nothing free.
+    t=60  job 2 ends: session 60 starts job 3 (earlier submit than job 4; wait 55,
+          ends 90); job 4 pends.
+    t=90  job 3 ends: session 90 starts job 4 (wait 78, ends 110).
+    t=100 job 1 ends, session 100; t=110 job 4 ends, session 110. 7 sessions.
+    """
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 100, n: 4}
+          - {id: 2, submit: 3, run: 50, n: 4}
+          - {id: 3, submit: 5, run: 30, n: 4}
+          - {id: 4, submit: 12, run: 20, n: 2}
+    """)
+    sim, summary = simulate(cluster(STATIC), jobs)
+    assert sim.metrics.started == {1: 0, 2: 10, 3: 60, 4: 90}
+    assert summary["jobs"] == 4
+    assert summary["finished"] == 4
+    assert summary["skipped"] == 0
+    assert summary["too_large"] == 0
+    assert summary["sessions"] == 7
+    assert summary["sim_seconds"] == 110
+    assert summary["wait_mean"] == pytest.approx((0 + 7 + 55 + 78) / 4)
+    assert summary["wait_p50"] == 7, "nearest rank: 2nd of [0, 7, 55, 78]"
+    assert summary["wait_p95"] == 78
+    bslds = [100 / 100, (7 + 50) / 50, (55 + 30) / 30, (78 + 20) / 20]
+    assert summary["bsld_mean"] == pytest.approx(sum(bslds) / 4)
+    busy = 4 * 100 + 4 * 50 + 4 * 30 + 2 * 20
+    assert summary["utilization"] == pytest.approx(busy / (8 * 110))
+    assert summary["hosts_requested"] == 0
+    assert summary["host_hours"] == {}
+    assert summary["tokens_borrowed"] == 0
+
+
+def test_bounded_slowdown_uses_tau_10_seconds(tmp_path):
+    """Short jobs: bsld = max(1, (wait + run) / max(run, 10))."""
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 2, n: 8}
+          - {id: 2, submit: 1, run: 5, n: 8}
+    """)
+    sim, summary = simulate(cluster(STATIC), jobs)
+    # job 1: session 0, ends 2; job 2 submitted at 1, session 10 (ticks: the session
+    # at 0 already ran, the next is 10), wait 9.
+    assert sim.metrics.started == {1: 0, 2: 10}
+    assert summary["bsld_mean"] == pytest.approx((1.0 + (9 + 5) / 10) / 2)
+
+
+def test_job_larger_than_the_machine_is_counted_not_dropped(tmp_path):
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 10, n: 4}
+          - {id: 2, submit: 0, run: 10, n: 9}
+          - {id: 3, submit: 0, run: 10, n: 8}
+    """)
+    _, summary = simulate(cluster(STATIC), jobs)
+    assert summary["jobs"] == 3
+    assert summary["too_large"] == 1, "9 slots on an 8-slot machine"
+    assert summary["finished"] == 2
+
+
+# --------------------------------------------------------------------------- elastic
+
+
+ELASTIC = """
+    cluster: elastic
+    session_interval: 10
+    hosts:
+      - {name: n01, slots: 4}
+    queues: [{name: normal, priority: 30}]
+    catalog:
+      idle_time: 300
+      templates:
+        - {name: cloud, provider: sim, slots: 4, max: 4}
+    policy: {persistence: 20}
+    simulation:
+      providers: {sim: {lead_time: 120}}
+"""
+
+
+def test_elastic_run_requests_joins_runs_and_reclaims(tmp_path):
+    """n01 (4 slots) takes job 1 (1000 s); jobs 2 and 3 (4 slots, 200 s) each need a
+    new 4-slot cloud host.
+
+    t=0   demand 2 hosts, persisted 0 s < 20 s: nothing requested.
+    t=20  (persistence timer) demand persisted 20 s: RequestHosts(cloud, 2).
+    t=140 both join (lead time 120); jobs 2 and 3 start there (wait 140), end 340.
+    t=640 idle 300 s (idle_time): both drained; t=650 closed and empty: decommissioned.
+    t=1000 job 1 ends: the last event. host-hours 2 x (650 - 140) s.
+    """
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 1000, n: 4}
+          - {ids: "2-3", submit: 0, run: 200, n: 4}
+    """)
+    sim, summary = simulate(cluster(ELASTIC), jobs)
+    assert log_of(sim) == [
+        (20, "RequestHosts", "cloud", 2),
+        (640, "DrainHost", "cloud-1", None),
+        (640, "DrainHost", "cloud-2", None),
+        (650, "DecommissionHost", "cloud-1", None),
+        (650, "DecommissionHost", "cloud-2", None),
+    ]
+    assert sim.metrics.started == {1: 0, 2: 140, 3: 140}
+    assert summary["finished"] == 3
+    assert summary["hosts_requested"] == 2
+    assert summary["hosts_joined"] == 2
+    assert summary["hosts_reclaimed"] == 2
+    assert summary["hosts_never_used"] == 0
+    assert summary["host_hours"] == {"cloud": round(2 * 510 / 3600, 3)}
+    assert summary["wait_mean"] == pytest.approx(280 / 3)
+    # The run ends with the workload: job 1 finishing at t=1000.
+    assert summary["sim_seconds"] == 1000
+    busy = 4 * 1000 + 2 * 4 * 200
+    capacity = 4 * 1000 + 2 * 4 * 510
+    assert summary["utilization"] == pytest.approx(busy / capacity)
+
+
+def test_reclaimed_hosts_lose_jobs_that_are_requeued_and_still_finish(tmp_path):
+    config = cluster("""
+        cluster: spot
+        session_interval: 10
+        queues: [{name: normal, priority: 30}]
+        catalog:
+          idle_time: 60
+          templates:
+            - {name: spot, provider: sim, slots: 4, max: 10}
+        policy: {persistence: 0}
+        simulation:
+          seed: 7
+          providers: {sim: {lead_time: 30, reclaim_rate: 20}}
+    """)
+    jobs = workload(tmp_path, """
+        jobs:
+          - {ids: "1-6", submit: 0, run: 300, n: 4}
+    """)
+    recording = tmp_path / "spot.jsonl"
+    recorder = Recorder(recording)
+    _, summary = simulate(config, jobs, recorder=recorder)
+    recorder.close()
+    requeued = set()
+    finished: list[int] = []
+    for _line, _t, item in read_recording(recording):
+        if isinstance(item, JobRequeued):
+            requeued.add(item.job)
+        elif isinstance(item, JobFinished):
+            finished.append(item.job)
+    assert summary["hosts_lost"] >= 1, "reclaim_rate 20/host-hour, 300 s jobs: some loss"
+    assert requeued, "jobs on a lost host are requeued"
+    assert sorted(finished) == [1, 2, 3, 4, 5, 6], "every job finishes exactly once"
+    assert summary["finished"] == 6
+
+
+def test_provider_capacity_cap_fails_hosts_and_backs_off(tmp_path):
+    """Provider capacity 1: of 3 hosts requested at t=0 one is accepted (joins at 50),
+    two fail at once (insufficient capacity).
+
+    t=0   RequestHosts(cloud, 3): 1 in flight, 2 failed.
+    t=10  the failures: SetAllowance(cloud, 0), back-off 60 s until 70.
+    t=50  cloud-1 joins, job 1 starts (a join resets the doubling).
+    t=70  back-off over: SetAllowance(cloud, None); t=80 demand 2 hosts: requested,
+          both fail (capacity still used by cloud-1); t=90 back-off 60 s (reset by the
+          join) until 150.
+    t=150 job 1 ends: job 2 starts on cloud-1; back-off over; t=160 demand 1 host:
+          requested, fails; t=170 back-off 120 s (doubled) until 290.
+    t=250 job 2 ends, job 3 starts on cloud-1; t=290 back-off over; t=350 job 3 ends.
+    """
+    config = cluster("""
+        cluster: cap
+        session_interval: 10
+        queues: [{name: normal, priority: 30}]
+        catalog:
+          idle_time: 600
+          templates:
+            - {name: cloud, provider: sim, slots: 4, max: 3}
+        policy: {persistence: 0, backoff: {initial: 60, max: 1800}}
+        simulation:
+          providers: {sim: {lead_time: 50, capacity: 1}}
+    """)
+    jobs = workload(tmp_path, """
+        jobs:
+          - {ids: "1-3", submit: 0, run: 100, n: 4}
+    """)
+    sim, summary = simulate(config, jobs)
+    provisioning = [row for row in log_of(sim) if row[1] in ("RequestHosts", "SetAllowance")]
+    assert provisioning == [
+        (0, "RequestHosts", "cloud", 3),
+        (10, "SetAllowance", "cloud", 0),
+        (70, "SetAllowance", "cloud", None),
+        (80, "RequestHosts", "cloud", 2),
+        (90, "SetAllowance", "cloud", 0),
+        (150, "SetAllowance", "cloud", None),
+        (160, "RequestHosts", "cloud", 1),
+        (170, "SetAllowance", "cloud", 0),
+        (290, "SetAllowance", "cloud", None),
+    ]
+    assert sim.metrics.started == {1: 50, 2: 150, 3: 250}
+    assert summary["hosts_requested"] == 6
+    assert summary["hosts_failed"] == 5
+    assert summary["hosts_joined"] == 1
+    assert summary["finished"] == 3
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+TOKENS = """
+    cluster: licenses
+    session_interval: 10
+    resources:
+      vcs: {type: numeric, consumable: true, shared: true}
+    hosts:
+      - {name: n01, slots: 4}
+    shared:
+      vcs: {total: 1}
+    queues: [{name: normal, priority: 30}]
+    catalog:
+      countables:
+        - {resource: vcs, max_borrow: 2, idle_time: 100}
+    policy: {persistence: 0}
+    simulation:
+      countables: {vcs: {grant_delay: 30}}
+"""
+
+
+def check_token_run(sim: Simulator, summary: dict) -> None:
+    """Three 1-slot jobs each needing one vcs token, one token in the pool.
+
+    t=0   job 1 takes the only token; jobs 2 and 3 are short 2 (headroom 2):
+          RequestTokens(vcs, 2); granted at 30 (grant_delay).
+    t=30  jobs 2 and 3 start (wait 30), end 130; job 1 ends at 100.
+    t=230 the borrowed 2 have been unallocated for idle_time 100 s: ReturnTokens(vcs, 2).
+    token-hours: 2 tokens x (230 - 30) s.
+    """
+    assert log_of(sim) == [
+        (0, "RequestTokens", "vcs", 2),
+        (230, "ReturnTokens", "vcs", 2),
+    ]
+    assert sim.metrics.started == {1: 0, 2: 30, 3: 30}
+    assert summary["finished"] == 3
+    assert summary["tokens_borrowed"] == 2
+    assert summary["token_hours"] == round(2 * 200 / 3600, 3)
+    assert summary["wait_mean"] == pytest.approx(20)
+
+
+def test_token_borrowing_for_license_bound_yaml_jobs(tmp_path):
+    """A YAML workload's jobs carry their requirement string (`res`, as in a scenario's
+    `jobs:`, FORMATS.md): license-bound jobs wait, tokens are borrowed, jobs start,
+    tokens go back after their idle time."""
+    jobs = workload(tmp_path, """
+        jobs:
+          - {ids: "1-3", submit: 0, run: 100, n: 1, res: "rusage[vcs=1]"}
+    """)
+    sim, summary = simulate(cluster(TOKENS), jobs)
+    check_token_run(sim, summary)
+
+
+class LicenseBound(Simulator):
+    """Gives every submitted job `rusage[vcs=1]`: the driver's token path on its own,
+    whatever the workload reader accepts."""
+
+    def _submit(self, spec: JobSpec) -> None:
+        super()._submit(msgspec.structs.replace(spec, res="rusage[vcs=1]"))
+
+
+def test_token_borrowing_driver_path(tmp_path):
+    jobs = workload(tmp_path, """
+        jobs:
+          - {ids: "1-3", submit: 0, run: 100, n: 1}
+    """)
+    sim = LicenseBound(cluster(TOKENS), jobs)
+    sim.run()
+    check_token_run(sim, sim.summary())
+
+
+# --------------------------------------------------------------------------- seeds
+
+
+RANDOM = """
+    cluster: dice
+    session_interval: 10
+    hosts:
+      - {name: n01, slots: 4}
+    queues: [{name: normal, priority: 30}]
+    catalog:
+      idle_time: 120
+      templates:
+        - {name: cloud, provider: sim, slots: 4, max: 6}
+    policy: {persistence: 0, backoff: {initial: 20, max: 40}}
+    simulation:
+      seed: 3
+      providers:
+        sim: {lead_time: {dist: uniform, low: 30, high: 90}, failure_rate: 0.5}
+"""
+
+RANDOM_JOBS = """
+    jobs:
+      - {ids: "1-8", submit: 0, run: 200, n: 4}
+      - {ids: "9-14", submit: 400, run: 100, n: 2}
+      - {ids: "15-20", submit: 900, run: 50, n: 4}
+"""
+
+
+def test_same_seed_gives_identical_runs(tmp_path):
+    jobs = workload(tmp_path, RANDOM_JOBS)
+    first, a = simulate(cluster(RANDOM), jobs, seed=11)
+    second, b = simulate(cluster(RANDOM), jobs, seed=11)
+    a.pop("wall_seconds")
+    b.pop("wall_seconds")
+    assert a == b
+    assert first.actions_log == second.actions_log
+    assert first.metrics.started == second.metrics.started
+
+
+def test_seed_from_config_is_the_default(tmp_path):
+    jobs = workload(tmp_path, RANDOM_JOBS)
+    _, a = simulate(cluster(RANDOM), jobs)
+    _, b = simulate(cluster(RANDOM), jobs, seed=3)
+    a.pop("wall_seconds")
+    b.pop("wall_seconds")
+    assert a == b
+
+
+def test_different_seeds_change_only_provider_outcomes(tmp_path):
+    jobs = workload(tmp_path, RANDOM_JOBS)
+    summaries = [simulate(cluster(RANDOM), jobs, seed=seed)[1] for seed in (1, 2, 3, 4, 5)]
+    for summary in summaries:
+        assert summary["jobs"] == 20
+        assert summary["finished"] == 20, "failures delay jobs, never lose them"
+        assert summary["skipped"] == 0
+        assert summary["too_large"] == 0
+    assert len({s["hosts_failed"] for s in summaries}) > 1, (
+        "failure_rate 0.5: the seed decides which requests fail"
+    )
+
+
+# --------------------------------------------------------------------------- traces
+
+
+@functools.cache
+def trace(path: Path) -> Workload:
+    return transform(load_workload(path), first=2000)
+
+
+@pytest.mark.skipif(not TRACE_FILES, reason="no shared traces")
+@pytest.mark.parametrize("elastic", [0.0, 0.5], ids=["static", "elastic"])
+@pytest.mark.parametrize("path", TRACE_FILES, ids=[p.name.split(".swf")[0] for p in TRACE_FILES])
+def test_every_shared_trace_runs_and_finishes_every_job(path, elastic):
+    jobs = trace(path)
+    config = sized_cluster(jobs, elastic=elastic)
+    sim, summary = simulate(config, jobs)
+    assert summary["jobs"] == len(jobs.jobs)
+    assert summary["too_large"] == 0, "the cluster is sized from the trace"
+    unfinished = sorted(set(sim.metrics.submitted) - set(sim.metrics.started))[:5]
+    assert summary["finished"] == summary["jobs"], (
+        f"{summary['jobs'] - summary['finished']} jobs never finished, e.g. "
+        f"{[(j, sim.last_result.reason_of(j)) for j in unfinished]}"
+    )
+    if elastic:
+        assert summary["hosts_joined"] == summary["hosts_reclaimed"] + summary["hosts_lost"] + (
+            len(sim.provisioned)
+        )
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_sim_run_json_prints_the_summary(tmp_path):
+    path = tmp_path / "jobs.yaml"
+    path.write_text(textwrap.dedent("""
+        jobs:
+          - {id: 1, submit: 0, run: 100, n: 4}
+          - {id: 2, submit: 3, run: 50, n: 4}
+    """))
+    result = CliRunner().invoke(main, ["sim", "run", "--workload", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert set(summary) >= SUMMARY_KEYS, SUMMARY_KEYS - set(summary)
+    assert summary["jobs"] == 2
+    assert summary["finished"] == 2
+    # No cluster file: one host per processor of the largest job (4 x 1 slot); job 2
+    # waits for job 1.
+    assert summary["wait_p95"] == 97
+    assert not math.isnan(summary["utilization"])
+
+
+def test_cli_sim_run_with_cluster_file_elastic(tmp_path):
+    (tmp_path / "cluster.yaml").write_text(textwrap.dedent(ELASTIC))
+    path = tmp_path / "jobs.yaml"
+    path.write_text(textwrap.dedent("""
+        jobs:
+          - {id: 1, submit: 0, run: 1000, n: 4}
+          - {ids: "2-3", submit: 0, run: 200, n: 4}
+    """))
+    result = CliRunner().invoke(
+        main, ["sim", "run", str(tmp_path / "cluster.yaml"), "--workload", str(path), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert set(summary) >= SUMMARY_KEYS
+    assert summary["hosts_requested"] == 2
+    assert summary["hosts_joined"] == 2
+    assert summary["hosts_reclaimed"] == 2
+    assert summary["host_hours"] == {"cloud": round(2 * 510 / 3600, 3)}
+
+
+def test_cli_sim_cluster_prints_a_loadable_cluster(tmp_path):
+    path = tmp_path / "jobs.yaml"
+    path.write_text("jobs:\n  - {id: 1, submit: 0, run: 10, n: 6}\n")
+    result = CliRunner().invoke(
+        main, ["sim", "cluster", "--workload", str(path), "--elastic", "0.5"]
+    )
+    assert result.exit_code == 0, result.output
+    config = load_config_text(result.output, "printed.yaml")
+    assert sum(h.slots for h in config.hosts) == 3
+    assert [(t.name, t.max, t.slots) for t in config.catalog.templates] == [("cloud", 3, 1)]

@@ -1,0 +1,102 @@
+"""The simulation report: plots and index.html of a small elastic run."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+from matplotlib.image import imread
+
+from xce.config import load_config
+from xce.sim.driver import Simulator
+from xce.sim.report import MAX_POINTS, downsample, time_unit, write_report
+from xce.sim.workload import load_workload
+
+CLUSTER = """\
+cluster: tiny
+session_interval: 10
+hosts:
+  - {name: n1, slots: 4}
+queues:
+  - {name: normal, priority: 30}
+catalog:
+  idle_time: 300
+  templates:
+    - {name: cloud, provider: sim, slots: 4, max: 3}
+policy:
+  persistence: 60
+simulation:
+  providers:
+    sim: {lead_time: 120}
+"""
+
+JOBS = """\
+jobs:
+  - {id: 1, submit: 0, run: 3000, n: 4}
+  - {ids: "2-5", submit: 10, run: 900, n: 4, user: alice}
+  - {ids: "6-9", submit: 1800, run: 300, n: 2, user: bob}
+"""
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def simulate(tmp_path: Path) -> Simulator:
+    (tmp_path / "cluster.yaml").write_text(textwrap.dedent(CLUSTER))
+    (tmp_path / "jobs.yaml").write_text(textwrap.dedent(JOBS))
+    config = load_config(tmp_path / "cluster.yaml")
+    simulator = Simulator(config, load_workload(tmp_path / "jobs.yaml"))
+    simulator.run()
+    return simulator
+
+
+def test_report_files(tmp_path: Path) -> None:
+    simulator = simulate(tmp_path)
+    summary = simulator.summary()
+    assert summary["finished"] == 9
+    assert summary["hosts_joined"] > 0  # the run did use the template
+    out = tmp_path / "report"
+    write_report(out, simulator, summary)
+    names = ["hosts.png", "jobs.png", "waits.png", "tokens.png"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, "index.html"])
+    for name in names:
+        data = (out / name).read_bytes()
+        assert data.startswith(PNG_MAGIC), name
+        image = imread(out / name)
+        assert image.shape[0] > 0 and image.shape[1] > 0, name
+    page = (out / "index.html").read_text()
+    for name in names:
+        assert f'src="{name}"' in page
+    assert "<th>hosts_joined</th>" in page
+    assert "http" not in page  # no external assets
+
+
+def test_report_without_sessions(tmp_path: Path) -> None:
+    """A run that has not started still gives a complete report."""
+    (tmp_path / "cluster.yaml").write_text(textwrap.dedent(CLUSTER))
+    (tmp_path / "jobs.yaml").write_text(textwrap.dedent(JOBS))
+    simulator = Simulator(load_config(tmp_path / "cluster.yaml"),
+                          load_workload(tmp_path / "jobs.yaml"))
+    write_report(tmp_path / "r", simulator, simulator.summary())
+    assert (tmp_path / "r" / "waits.png").read_bytes().startswith(PNG_MAGIC)
+    assert (tmp_path / "r" / "index.html").is_file()
+
+
+def test_downsample_keeps_peaks() -> None:
+    count = 200_003
+    time = np.arange(count, dtype=np.float64) * 10.0
+    values = np.zeros(count)
+    values[123_457] = 42.0  # a one-session spike
+    out = downsample(time, {"time": time, "pending": values})
+    assert len(out["time"]) == len(out["pending"]) <= MAX_POINTS + 1
+    assert out["pending"].max() == 42.0
+    assert out["time"][0] == 0.0 and out["time"][-1] == time[-1]
+    assert np.all(np.diff(out["time"]) >= 0)
+    short = downsample(time[:10], {"pending": values[:10]})
+    assert len(short["time"]) == 10
+
+
+def test_time_unit() -> None:
+    assert time_unit(3600)[0] == "minutes"
+    assert time_unit(36 * 3600)[0] == "hours"
+    assert time_unit(30 * 86400)[0] == "days"
