@@ -567,7 +567,7 @@ JOB = st.tuples(
 # Mostly many jobs (st.lists alone averages only a handful); the first branch is
 # what the shrinker aims for.
 JOBS = st.one_of(st.lists(JOB, min_size=1, max_size=40), st.lists(JOB, min_size=12, max_size=40))
-TIGHT_JOBS = st.lists(JOB, min_size=6, max_size=40)
+MANY_JOBS = st.lists(JOB, min_size=6, max_size=40)
 
 # "Demand" worlds: few, small static hosts and roomy templates, so that jobs overflow
 # to the catalog.
@@ -764,7 +764,7 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
             {"tight": TIGHT_CLASSES, "demand": DEMAND_CLASSES}.get(flavor, CLASSES)
         )
     ]
-    job_rows = draw(TIGHT_JOBS if tight else JOBS)
+    job_rows = draw(JOBS if flavor == "general" else MANY_JOBS)
     jobs: dict[int, JobSpec] = {}
     job_reqs: dict[int, Req] = {}
     for job_id, row in enumerate(job_rows, start=1):
@@ -837,6 +837,42 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
         world.running[job_id] = (placed, chosen)
         events.append(JobStarted(job=job_id, hosts=placed, pools=chosen, time=float(row[7])))
     return world
+
+
+# ----------------------------------------------------------------------------- explicit worlds
+
+
+def simple_world(
+    config: ClusterConfig,
+    jobs: list[tuple[JobSpec, Req]],
+    closed: tuple[str, ...] = (),
+    in_flight: dict[str, int] | None = None,
+) -> World:
+    """A world given by hand (for @example): static hosts, some closed, pending jobs
+    (their `res` is taken from the Req), optional hosts in flight; nothing running."""
+    events: list[Event] = [ConfigLoaded(config=config)]
+    hosts = {
+        h.name: HostFact(Shape(h.name, h.slots, h.type, dict(h.resources)), None,
+                         "closed" if h.name in closed else "ok")
+        for h in config.hosts
+    }
+    events += [HostStateChanged(name=name, state="closed") for name in closed]
+    specs: dict[int, JobSpec] = {}
+    reqs_: dict[int, Req] = {}
+    for spec, req in jobs:
+        spec = JobSpec(
+            id=spec.id, user=spec.user, queue=spec.queue or config.queues[0].name, n=spec.n,
+            res=req.text(), submit=spec.submit, priority=spec.priority,
+        )
+        specs[spec.id], reqs_[spec.id] = spec, req
+        events.append(JobSubmitted(job=spec))
+    if in_flight:
+        events.append(SupplyChanged(in_flight=dict(in_flight)))
+    return World(
+        config=config, hosts=hosts, jobs=specs, reqs=reqs_, running={},
+        in_flight=dict(in_flight or {}), allowance={}, tokens_in_flight={}, borrowed={},
+        headroom={}, events=events,
+    )
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -7,9 +7,20 @@ scheduler's own counters.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
-from strategies import Model, World, comparable, patterns_match, scheduling_order, worlds
+from strategies import (
+    Model,
+    Req,
+    World,
+    comparable,
+    patterns_match,
+    scheduling_order,
+    simple_world,
+    worlds,
+)
+from xce.model.cluster import ClusterConfig, HostSpec, ResourceDef
+from xce.model.jobs import JobSpec
 from xce.model.events import JobStarted
 from xce.model.result import SessionResult
 from xce.sched.session import run_session
@@ -181,8 +192,25 @@ def check_pending_jobs_truly_did_not_fit(world: World) -> None:
                 )
 
 
+# Found by the test below (minimised): the greedy span[ptile] placement skips h01
+# (most free slots first, but memory for 2 slots only, fewer than ptile=3), puts 3
+# slots on h02 and then has no host left for the last slot, although h02:3 + h01:1
+# is a valid placement.
+PTILE_REMAINDER = simple_world(
+    ClusterConfig(
+        resources={"mem": ResourceDef("mem", "numeric", consumable=True)},
+        hosts=(
+            HostSpec("h01", 4, resources={"mem": 2000.0}),
+            HostSpec("h02", 4, resources={"mem": 4000.0}),
+        ),
+    ),
+    [(JobSpec(id=1, n=4), Req(rusage=(("mem", 1000.0),), ptile=3))],
+)
+
+
 @PROPS
 @given(worlds())
+@example(PTILE_REMAINDER)
 def test_pending_jobs_truly_did_not_fit(world: World) -> None:
     check_pending_jobs_truly_did_not_fit(world)
 

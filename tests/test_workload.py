@@ -316,9 +316,9 @@ def test_yaml_name_key_and_yml_suffix(tmp_path: Path) -> None:
         (
             """\
             jobs:
-              - {id: 1, run: 10, res: "rusage[mem=10]"}
+              - {id: 1, run: 10, state: RUN}
             """,
-            "2: jobs[0].res: unknown key 'res'",
+            "2: jobs[0].state: unknown key 'state'",
         ),
         (
             """\

@@ -227,3 +227,15 @@ def as_list(value: object, place: Place) -> list[tuple[object, Place]]:
 
 def _show(number: float) -> str:
     return str(int(number)) if number == int(number) else str(number)
+
+
+def as_id_range(text: str, place: Place) -> list[int]:
+    """Job ids written as one id ("7") or an inclusive range ("3-1002")."""
+    try:
+        first, _, last = text.partition("-")
+        low, high = int(first), int(last or first)
+    except ValueError:
+        place.fail(f"expected an id range like '3-1002', got '{text}'")
+    if low < 0 or high < low or high - low > 10_000_000:
+        place.fail(f"bad id range '{text}'")
+    return list(range(low, high + 1))

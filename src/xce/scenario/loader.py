@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 
 from xce.config import ConfigError, build_config, load_config, load_yaml
-from xce.config.fields import MapReader, Place, as_int, as_list, as_number
+from xce.config.fields import MapReader, Place, as_id_range, as_int, as_list, as_number
 from xce.model.cluster import ClusterConfig
 from xce.model.events import (
     ConfigLoaded,
@@ -173,7 +173,7 @@ def _job_events(item: object, place: Place) -> list[tuple[Event, bool]]:
     if "id" in job:
         ids = [job.integer("id", minimum=0)]
     else:
-        ids = _id_range(job.text("ids"), job.value_place("ids"))
+        ids = as_id_range(job.text("ids"), job.value_place("ids"))
     state = job.text("state", "PEND")
     if state not in ("PEND", "RUN"):
         job.value_place("state").fail(f"state must be PEND or RUN, got '{state}'")
@@ -203,14 +203,3 @@ def _job_events(item: object, place: Place) -> list[tuple[Event, bool]]:
         start = job.number("start", 0.0)
         events.append((JobStarted(job=ids[0], hosts=hosts, time=start), True))
     return events
-
-
-def _id_range(text: str, place: Place) -> list[int]:
-    try:
-        first, _, last = text.partition("-")
-        low, high = int(first), int(last or first)
-    except ValueError:
-        place.fail(f"expected an id range like '3-1002', got '{text}'")
-    if low < 0 or high < low or high - low > 10_000_000:
-        place.fail(f"bad id range '{text}'")
-    return list(range(low, high + 1))

@@ -311,11 +311,20 @@ class CatalogPass:
         else:
             room = self._empty_room(bucket, supply)
             need = self._unit(bucket)
+            per_host = bucket.n if need == bucket.n else (
+                room if bucket.req.span_ptile is None else need
+            )
             if room < need:
                 verdict = Failure(
                     RESOURCE, "shape",
                     f"template {template.name} holds {room} such slots per host, "
                     f"the job needs {need} on one host",
+                )
+            elif math.ceil(bucket.n / per_host) > template.max:
+                verdict = Failure(
+                    RESOURCE, "shape",
+                    f"template {template.name} would need {math.ceil(bucket.n / per_host)} "
+                    f"hosts for the job, max {template.max}",
                 )
             else:
                 for res, _amount in bucket.shared:

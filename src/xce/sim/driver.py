@@ -46,7 +46,7 @@ from xce.policy import (
     decide,
 )
 from xce.sched import SchedulerState, run_session
-from xce.sim.loop import SESSION, EventLoop
+from xce.sim.loop import SESSION, TIMER, EventLoop
 from xce.sim.metrics import Metrics
 from xce.sim.providers import HostProvider, TokenPool
 from xce.sim.recording import Recorder
@@ -114,8 +114,10 @@ class Simulator:
         self._apply(ConfigLoaded(config=config))
         self._static_slots = sum(h.slots for h in config.hosts)
         self._capacity_changes.append((0.0, float(self._static_slots)))
-        largest = self._static_slots + max(
-            (t.max * t.slots for t in config.catalog.templates), default=0
+        # A job must fit the static hosts or one template's maximum: the catalog pass
+        # places a job wholly on hosts of one template.
+        largest = max(
+            [self._static_slots, *(t.max * t.slots for t in config.catalog.templates)]
         )
         first_queue = config.queues[0].name
         queues = {q.name for q in config.queues}
@@ -127,7 +129,7 @@ class Simulator:
             spec = JobSpec(
                 id=job.id, user=job.user or "nobody",
                 queue=job.queue if job.queue in queues else first_queue,
-                n=job.procs, submit=job.submit, run=job.run,
+                n=job.procs, res=job.res, submit=job.submit, run=job.run,
             )
             self.loop.at(job.submit, partial(self._submit, spec))
         self.start_wall = wallclock.perf_counter()
@@ -404,7 +406,7 @@ class Simulator:
         if self._timer_at is not None and self._timer_at <= when and self._timer_at > now:
             return
         self._timer_at = when
-        self.loop.at(when, partial(self._timer, when))
+        self.loop.at(when, partial(self._timer, when), TIMER)
 
     def _timer(self, when: float) -> None:
         if self._timer_at == when:
@@ -422,12 +424,23 @@ class Simulator:
             nxt = loop.next_time()
             if nxt is None or (until is not None and nxt > until):
                 break
+            if loop.work == 0 and self._settled():
+                break  # only wake-ups are left and nothing is waiting for them
             loop.step()
             steps += 1
             if progress is not None and steps % 4096 == 0:
                 progress(loop.now)
         if until is not None and loop.now < until and loop.next_time() is None:
             loop.now = until
+
+    def _settled(self) -> bool:
+        """No job waits or runs and no supply is held or coming: the run is over."""
+        state = self.state
+        return not (
+            state.pending or state.held or state.running or self.provisioned
+            or any(self.in_flight.values()) or any(self.borrowed.values())
+            or any(self.tokens_in_flight.values())
+        )
 
     def step_sessions(self, count: int) -> int:
         """Run until `count` more sessions have run; returns how many did."""

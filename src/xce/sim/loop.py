@@ -13,6 +13,7 @@ Action = Callable[[], None]
 
 INPUT = 0  # job arrivals, completions, provider responses
 SESSION = 1  # a scheduling session and its policy round, after the inputs of its time
+TIMER = 2  # a wake-up when something may fall due; not work by itself
 
 
 class EventLoop:
@@ -22,10 +23,13 @@ class EventLoop:
         self._heap: list[tuple[float, int, int, Action]] = []
         self._seq = 0
         self.now = 0.0
+        self.work = 0  # scheduled actions that are not timers
 
     def at(self, time: float, action: Action, priority: int = INPUT) -> None:
         """Run `action` at `time` (never in the past)."""
         self._seq += 1
+        if priority != TIMER:
+            self.work += 1
         heapq.heappush(self._heap, (max(time, self.now), priority, self._seq, action))
 
     def next_time(self) -> float | None:
@@ -35,7 +39,9 @@ class EventLoop:
         """Run the next action; False when nothing is left."""
         if not self._heap:
             return False
-        time, _priority, _seq, action = heapq.heappop(self._heap)
+        time, priority, _seq, action = heapq.heappop(self._heap)
+        if priority != TIMER:
+            self.work -= 1
         self.now = time
         action()
         return True

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gzip
 import os
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import msgspec
 
@@ -32,7 +32,7 @@ class RecordingError(ValueError):
 
 def _open(path: str | os.PathLike[str], mode: str) -> IO[str]:
     if str(path).endswith(".gz"):
-        return gzip.open(path, mode + "t", encoding="utf-8")
+        return cast(IO[str], gzip.open(path, mode + "t", encoding="utf-8"))
     return open(path, mode, encoding="utf-8")
 
 

@@ -22,7 +22,7 @@ import html
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from xce.sim.driver import Simulator
 
 MAX_POINTS = 5000
-FIGSIZE = (8.0, 4.0)
+FIGSIZE = (8.0, 4.8)
 DPI = 100
 
 FloatArray = npt.NDArray[np.float64]
@@ -158,7 +158,7 @@ def _figure(title: str) -> tuple[Figure, Axes]:
 
 def _finish(
     fig: Figure, ax: Axes, xlabel: str, ylabel: str, path: Path, *, empty: bool = False,
-    note: str | None = None, legend: Literal["upper right", "best"] = "upper right",
+    note: str | None = None,
 ) -> None:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -168,8 +168,10 @@ def _finish(
         ax.text(0.5, 0.5, note or "no sessions ran", transform=ax.transAxes,
                 ha="center", va="center", color="grey")
     else:
-        ax.legend(loc=legend, fontsize="small")
-    fig.tight_layout()
+        # below the plot: it never hides data, and placing it costs nothing
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=3,
+                  fontsize="small", frameon=False)
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.25, top=0.92)
     fig.savefig(path)
 
 
@@ -185,8 +187,9 @@ def _waits_plot(waits: Sequence[float], path: Path) -> None:
     top = max(10.0, float(values[-1]) * 1.1)
     bins = np.logspace(0.0, math.log10(top), 50)
     if len(shown):
-        ax.hist(shown, bins=bins.tolist(), color="tab:blue", alpha=0.8,
-                label=f"{len(shown):,} jobs waited >= 1 s")
+        counts, edges = np.histogram(shown, bins=bins)
+        ax.stairs(counts, edges, fill=True, color="tab:blue", alpha=0.8,
+                  label=f"{len(shown):,} jobs waited >= 1 s")
     quick = len(values) - len(shown)
     if quick:
         ax.plot([], [], " ", label=f"{quick:,} jobs waited < 1 s (not shown)")
@@ -198,7 +201,7 @@ def _waits_plot(waits: Sequence[float], path: Path) -> None:
         else:
             ax.plot([], [], " ", label=label)
     ax.set_xlim(1.0, top * 1.5)
-    _finish(fig, ax, "wait (s)", "jobs", path, legend="best")
+    _finish(fig, ax, "wait (s)", "jobs", path)
 
 
 # ---------------------------------------------------------------------- html

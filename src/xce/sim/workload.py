@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 
 from xce.config import ConfigError, load_yaml
-from xce.config.fields import MapReader, Place, as_list
+from xce.config.fields import MapReader, Place, as_id_range, as_list
 
 MALFORMED = "malformed"
 SUBMIT_NEGATIVE = "submit < 0"
@@ -36,6 +36,7 @@ DUPLICATE_ID = "duplicate job number"
 SWF_FIELDS = 18
 YAML_JOB_KEYS = (
     "id", "ids", "submit", "run", "n", "user", "queue", "mem_per_proc_mb", "requested_time",
+    "res",
 )
 UNKNOWN_USER = "nobody"  # SWF user -1 (unknown); also the YAML default
 
@@ -55,6 +56,7 @@ class WorkloadJob(msgspec.Struct, frozen=True, gc=False):
     queue: str  # "" when unknown (the first configured queue)
     mem_per_proc_mb: float | None = None  # requested memory per processor
     requested_time: float | None = None  # the user's run-time estimate, seconds
+    res: str = ""  # requirement string (YAML workloads)
 
 
 class Workload(msgspec.Struct):
@@ -301,7 +303,7 @@ def _yaml_workload(text: str, filename: str, default_name: str) -> Workload:
             ids, id_place = [job.integer("id", minimum=0)], job.value_place("id")
         else:
             id_place = job.value_place("ids")
-            ids = _id_range(job.text("ids"), id_place)
+            ids = as_id_range(job.text("ids"), id_place)
         run = job.number("run", positive=True)
         submit = job.number("submit", 0.0, minimum=0)
         procs = job.integer("n", 1, minimum=1)
@@ -309,24 +311,16 @@ def _yaml_workload(text: str, filename: str, default_name: str) -> Workload:
         queue = job.text("queue", "")
         mem = job.optional_number("mem_per_proc_mb", minimum=0)
         requested = job.optional_number("requested_time", minimum=0)
+        res = job.text("res", "", nonempty=False)
         for job_id in ids:
             if job_id in seen:
                 id_place.fail(f"duplicate job id {job_id}")
             seen.add(job_id)
-            jobs.append(WorkloadJob(job_id, submit, run, procs, user, queue, mem, requested))
+            jobs.append(
+                WorkloadJob(job_id, submit, run, procs, user, queue, mem, requested, res)
+            )
     jobs.sort(key=_job_order)
     return Workload(name=name, jobs=jobs)
-
-
-def _id_range(text: str, place: Place) -> list[int]:
-    try:
-        first, _, last = text.partition("-")
-        low, high = int(first), int(last or first)
-    except ValueError:
-        place.fail(f"expected an id range like '3-1002', got '{text}'")
-    if low < 0 or high < low or high - low > 10_000_000:
-        place.fail(f"bad id range '{text}'")
-    return list(range(low, high + 1))
 
 
 # --- transform -------------------------------------------------------------------------
