@@ -31,7 +31,7 @@ from xce.sched.session import run_session
 from xce.sched.state import SchedulerState
 
 PROPS = settings(
-    max_examples=150,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

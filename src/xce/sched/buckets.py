@@ -45,6 +45,7 @@ class Bucket:
         "_order",
         "_sorted",
         "_start",
+        "failure",
         "key",
         "members",
         "n",
@@ -73,6 +74,9 @@ class Bucket:
         self._start = 0  # entries before it have left the bucket
         self._sorted = True
         self._dirty = False  # some entry after _start has left the bucket
+        # The resource failure of the last evaluation made before any reservation of
+        # its session, with the state's capacity version it holds for.
+        self.failure: tuple[int, object] | None = None
 
     def add(self, job: PendingJob) -> None:
         self.members[job.id] = job

@@ -86,7 +86,7 @@ class Evaluator:
     ) -> tuple[list[tuple[PendingJob, Failure]], list[PendingJob]]:
         """Split jobs into those whose limit has no room (with it) and the others."""
         limited: list[tuple[PendingJob, Failure]] = []
-        if not any(job.limit_refs for job in members):
+        if not self.state.config.limits or not any(job.limit_refs for job in members):
             return limited, members
         verdicts: dict[int, Failure | None] = {}  # by limit-ref tuple identity
         rest: list[PendingJob] = []
@@ -190,10 +190,32 @@ class Evaluator:
 
     def evaluate(self, bucket: Bucket) -> Placement | Failure:
         """Where the bucket's next job's resources would go now."""
+        known = self.known_failure(bucket)
+        if known is not None:
+            return known
         cands = self.candidates(bucket)
         if isinstance(cands, Failure):
-            return cands
-        return self.try_place(bucket, cands)
+            return self.remember(bucket, cands)
+        outcome = self.try_place(bucket, cands)
+        if isinstance(outcome, Failure):
+            return self.remember(bucket, outcome)
+        return outcome
+
+    def known_failure(self, bucket: Bucket) -> Failure | None:
+        """A failure found by an earlier session on the very same capacity: nothing that
+        decides fit has changed since, and nothing was reserved before it this session."""
+        known = bucket.failure
+        if known is not None and self.cap.version == 0 and (
+            known[0] == self.state.capacity_version
+        ):
+            assert isinstance(known[1], Failure)
+            return known[1]
+        return None
+
+    def remember(self, bucket: Bucket, failure: Failure) -> Failure:
+        if self.cap.version == 0:
+            bucket.failure = (self.state.capacity_version, failure)
+        return failure
 
 
 class RealPass:
@@ -267,13 +289,18 @@ class RealPass:
         if pos >= len(order) or (until is not None and order[pos].key > until):
             return pos
         self.evaluations += 1
+        known = evaluator.known_failure(bucket)
+        if known is not None:
+            self._settle(bucket, order, pos, known)
+            return len(order)
         cands = evaluator.candidates(bucket)
         if isinstance(cands, Failure):
-            self._settle(bucket, order, pos, cands)
+            self._settle(bucket, order, pos, evaluator.remember(bucket, cands))
             return len(order)
         room = evaluator.room(bucket, cands)
         if room.most < n:
-            self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
+            failure = evaluator.remember(bucket, evaluator.host_failure(bucket, room))
+            self._settle(bucket, order, pos, failure)
             return len(order)
         key = evaluator.key_for(bucket)
         heap = [(key(i), i) for i, u in zip(room.cands, room.usable, strict=True) if u >= n]

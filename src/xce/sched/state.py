@@ -77,6 +77,7 @@ class SchedulerState:
     def __init__(self, config: ClusterConfig | None = None) -> None:
         self.config = ClusterConfig()
         self.version = 0  # bumped by every event
+        self.capacity_version = 0  # bumped by every event that may change what fits
         self.hosts_version = 0  # bumped by host and config changes (eligibility caches)
         self.hosts: list[HostRecord | None] = []
         self.host_by_name: dict[str, HostRecord] = {}
@@ -131,6 +132,8 @@ class SchedulerState:
             case ConfigLoaded(config=config):
                 self._load_config(config)
         self.version += 1
+        if not isinstance(event, JobSubmitted | JobHeld):
+            self.capacity_version += 1  # anything else may change what fits
 
     def apply_all(self, events: Iterable[Event]) -> None:
         for event in events:
