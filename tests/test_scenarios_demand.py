@@ -215,9 +215,11 @@ def test_in_flight_hosts_are_used_before_new_ones(session):
     assert "surplus" not in s.demand, "both in-flight hosts are used"
 
 
-def test_in_flight_hosts_of_any_template_are_used_before_new_hosts_of_a_better_ranked_one(
-    session,
-):
+def test_in_flight_hosts_stand_in_for_new_hosts_of_their_own_template(session):
+    """In-flight hosts are opened exactly where new hosts of their template would be:
+    templates keep their rank, so a second session that finds last session's demand
+    in flight places the same jobs on it and asks for nothing more. In-flight hosts of
+    a lower-ranked template that no job needs are reported as surplus."""
     s = session("""
         now: 1000
         cluster:
@@ -226,16 +228,19 @@ def test_in_flight_hosts_of_any_template_are_used_before_new_hosts_of_a_better_r
               - {name: small, provider: aws, slots: 4, max: 10, rank: 1}
               - {name: big, provider: aws, slots: 16, max: 10, rank: 2}
         supply:
-          in_flight: {big: 1}
+          in_flight: {big: 1, small: 1}
         jobs:
-          - {ids: "1-2", n: 2}
+          - {ids: "1-3", n: 2}
     """)
-    assert s.demand["hosts"] == [host_entry("big", 0, 1, [1, 2])], (
-        "round (a), in-flight hosts, covers every template before any new host is opened"
+    assert s.demand["hosts"] == [host_entry("small", 1, 1, [1, 2, 3])], (
+        "the better-ranked template takes the jobs: its in-flight host first, then a new one"
     )
-    assert s.reasons == {1: waiting("big", "1 host in flight"),
-                         2: waiting("big", "1 host in flight")}
-    assert "surplus" not in s.demand
+    assert s.reasons == {
+        1: waiting("small", "1 host in flight"),
+        2: waiting("small", "1 host in flight"),
+        3: waiting("small", "1 new host requested this session"),
+    }
+    assert s.demand["surplus"] == {"hosts": [{"template": "big", "count": 1}], "resources": []}
 
 
 def test_queue_priority_decides_who_gets_the_last_allowed_host(session):

@@ -15,7 +15,7 @@ from xce.config import load_config, load_config_text
 from xce.model.events import SupplyChanged
 from xce.sched import SchedulerState
 from xce.sim.driver import Simulator
-from xce.sim.recording import read_recording
+from xce.sim.recording import SessionRecord, read_recording
 from xce.sim.repl import Repl, ReplError, parse_time, recordable, show_time
 from xce.sim.replay import replay
 from xce.sim.workload import load_workload
@@ -174,6 +174,54 @@ def test_record_mid_run_replays(files: tuple[Path, Path], tmp_path: Path) -> Non
     report = replay(path)
     assert report.divergence is None
     assert report.sessions > 3
+
+
+TOKENS_CLUSTER = """\
+resources:
+  vcs: {type: numeric, consumable: true, shared: true}
+hosts: [{name: "n[1-4]", slots: 4}]
+shared: {vcs: {total: 2}}
+catalog:
+  countables: [{resource: vcs, max_borrow: 6, idle_time: 300}]
+policy: {persistence: 60}
+simulation:
+  countables: {vcs: {grant_delay: 30}}
+"""
+
+TOKENS_JOBS = """\
+jobs:
+  - {ids: "1-6", submit: 0, run: 1000, n: 1, res: "rusage[vcs=1]"}
+  - {ids: "7-12", submit: 3000, run: 500, n: 1, res: "rusage[vcs=1]"}
+"""
+
+
+def test_record_with_tokens(tmp_path: Path) -> None:
+    """Refused while tokens are borrowed; started once they are returned, the
+    recording replays through the next borrow, idle time and return."""
+    (tmp_path / "cluster.yaml").write_text(TOKENS_CLUSTER)
+    (tmp_path / "jobs.yaml").write_text(TOKENS_JOBS)
+    sim = simulator((tmp_path / "cluster.yaml", tmp_path / "jobs.yaml"))
+    shell, out = session(sim)
+    path = tmp_path / "tokens.jsonl"
+    shell.execute("run for 5m")
+    assert sim.borrowed["vcs"] == 4
+    shell.execute(f"record {path}")
+    assert shell.failed == 1 and not path.exists()
+    assert "error: cannot start a recording now: pool vcs holds 4 borrowed tokens" in (
+        out.getvalue()
+    )
+    shell.execute("run until 2500")
+    assert sim.borrowed["vcs"] == 0
+    shell.execute(f"record {path}")
+    shell.execute("run")
+    shell.close()
+    assert shell.failed == 1, out.getvalue()
+    assert sim.metrics.tokens_borrowed == 8  # borrowed again after the recording started
+    report = replay(path)
+    assert report.divergence is None
+    idle = [item for _, _, item in read_recording(path)
+            if isinstance(item, SessionRecord) and item.outputs["idle"]["resources"]]
+    assert idle  # sessions that saw idle borrowed tokens were replayed too
 
 
 def test_record_refused_with_borrowed_tokens() -> None:

@@ -39,13 +39,12 @@ class TemplateSupply:
         "frontier",
         "hosts",
         "in_flight",
-        "in_flight_free",
+        "in_flight_total",
         "index",
         "jobs",
         "new",
         "resources",
         "template",
-        "used",
     )
 
     def __init__(
@@ -56,12 +55,12 @@ class TemplateSupply:
         self.expected: set[int] = set()  # capacity indices of the in-flight hosts
         self.free_total = 0  # free slots on this template's virtual hosts
         self.frontier = 0  # hosts[:frontier] have no free slot left
-        self.in_flight_free = 0  # of which on in-flight hosts
-        self.in_flight = in_flight  # hosts[:in_flight] are the expected hosts
+        self.in_flight = in_flight  # expected hosts not opened yet this session
+        self.in_flight_total = in_flight
         self.allowance = allowance  # new hosts that may still be opened
         self.hosts: list[int] = []  # capacity indices, in the order they are tried
         self.new = 0  # new hosts opened
-        self.used: set[int] = set()  # in-flight hosts given work
+
         self.jobs: list[int] = []
         self.empty = HostRecord(
             -1, f"{template.name}:virtual", template.slots, template.type, template.model,
@@ -149,11 +148,9 @@ class CatalogPass:
             allowance = template.max - state.template_alive(template.name) - in_flight
             if template.name in state.allowance:
                 allowance = min(allowance, state.allowance[template.name])
-            supply = TemplateSupply(position, template, in_flight, max(0, allowance))
-            supply.hosts = [self._open(supply) for _ in range(in_flight)]
-            supply.expected = set(supply.hosts)
-            supply.in_flight_free = supply.free_total
-            self.templates.append(supply)
+            self.templates.append(
+                TemplateSupply(position, template, in_flight, max(0, allowance))
+            )
         self.tokens: dict[PoolRecord, TokenSupply] = {
             pool: TokenSupply(pool)
             for pools in state.pools.values()
@@ -169,8 +166,8 @@ class CatalogPass:
         self._trace_of: dict[int, list[int]] = {}  # id(bucket) -> trace indices
         self._usable: dict[int, list[TemplateSupply]] = {}  # id(bucket) -> templates
         self._usable_fns: dict[int, Callable[[int], int]] = {}
-        # (bucket, template), in-flight only -> number of hosts that could not hold it
-        self._no_room: dict[tuple[tuple[int, int], bool], int] = {}
+        # (bucket, template) -> number of opened hosts that could not hold it
+        self._no_room: dict[tuple[int, int], int] = {}
         self._limit_noted: set[tuple[int, str]] = set()
 
     # ------------------------------------------------------------------ driver
@@ -252,24 +249,19 @@ class CatalogPass:
         n = bucket.n
         # Free slot totals are a cheap necessary condition: skip templates without them.
         for supply in usable:
-            if supply.in_flight_free >= n:
-                outcome = self._on_template(s, job, supply, 1)
-                if isinstance(outcome, Placed):
-                    return outcome
-        for supply in usable:
             if supply.free_total >= n:
-                outcome = self._on_template(s, job, supply, 2)
+                outcome = self._on_template(s, job, supply, opening=False)
                 if isinstance(outcome, Placed):
                     return outcome
         failures: list[Failure] = []
         for supply in usable:
-            if supply.allowance == 0 and supply.free_total < n:
+            if supply.allowance == 0 and supply.in_flight == 0 and supply.free_total < n:
                 failures.append(_no_more_hosts(supply.template))
                 continue
-            outcome = self._on_template(s, job, supply, 3)
+            outcome = self._on_template(s, job, supply, opening=True)
             if isinstance(outcome, Placed):
                 return outcome
-            assert isinstance(outcome, Failure)  # phase 3 places or says why not
+            assert isinstance(outcome, Failure)  # opening hosts places or says why not
             failures.append(outcome)
         for failed in failures:
             self._note(s, job, failed.check, failed.detail)
@@ -407,21 +399,26 @@ class CatalogPass:
         return reachable is None or all(i in reachable for i in hosts)
 
     def _on_template(
-        self, s: Settled, job: PendingJob, supply: TemplateSupply, phase: int
+        self, s: Settled, job: PendingJob, supply: TemplateSupply, opening: bool
     ) -> Outcome:
-        """Phase 1: in-flight hosts only; 2: hosts opened so far; 3: new hosts too."""
+        """Place the job on the template's hosts opened so far, and when `opening`,
+        on more: its in-flight hosts first, then new ones within the allowance.
+
+        In-flight hosts are opened exactly where new ones would be, so that a session
+        that finds last session's demand in flight places the same jobs on it and
+        asks for nothing more."""
         bucket = s.bucket
         cap = self.cap
         key = (id(bucket), supply.index)
         hosts_list = supply.hosts
         # Capacity only shrinks: hosts that could not hold this bucket still cannot
         # until the template opens more.
-        known_full = self._no_room.get((key, phase == 1)) == len(hosts_list)
-        if known_full and phase < 3:
+        known_full = self._no_room.get(key) == len(hosts_list)
+        if known_full and not opening:
             return None
-        if known_full and supply.allowance == 0:
+        if known_full and supply.allowance == 0 and supply.in_flight == 0:
             return _no_more_hosts(supply.template)
-        limit = supply.in_flight if phase == 1 else len(hosts_list)
+        limit = len(hosts_list)
         n = bucket.n
         unit = self._unit(bucket)
         usable = self._usable_fn(bucket)
@@ -456,15 +453,17 @@ class CatalogPass:
                 if left == 0:
                     break
         fresh: list[int] = []
+        expected = 0
         if left > 0:
-            self._no_room[(key, phase == 1)] = len(hosts_list)
-            if phase < 3:
+            self._no_room[key] = len(hosts_list)
+            if not opening:
                 return None
             per_host = n if single else (
                 self._empty_room(bucket, supply) if ptile is None else min(ptile, n)
             )
             count = math.ceil(left / per_host)
-            if count > supply.allowance:
+            expected = min(count, supply.in_flight)
+            if count - expected > supply.allowance:
                 return _no_more_hosts(supply.template)
             for _ in range(count):
                 index = self._open(supply)
@@ -480,8 +479,10 @@ class CatalogPass:
             supply.free_total -= len(fresh) * supply.template.slots
             return tokens
         hosts_list.extend(fresh)
-        supply.new += len(fresh)
-        supply.allowance -= len(fresh)
+        supply.expected.update(fresh[:expected])
+        supply.in_flight -= expected
+        supply.new += len(fresh) - expected
+        supply.allowance -= len(fresh) - expected
         new_hosts = any(i not in supply.expected for i in chosen)
         return self._commit(bucket, job, supply, chosen, new_hosts, tokens)
 
@@ -545,10 +546,6 @@ class CatalogPass:
         if supply is not None:
             supply.jobs.append(job.id)
             supply.free_total -= sum(hosts.values())
-            for index, slots in hosts.items():
-                if index in supply.expected:
-                    supply.used.add(index)
-                    supply.in_flight_free -= slots
         placed = Placed(job.id, supply, new_hosts, tokens)
         self.placed.append(placed)
         return placed

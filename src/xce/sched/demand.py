@@ -29,7 +29,7 @@ def waiting_reason(placed: Placed) -> str:
         if placed.new_hosts:
             detail = f"{_plural(supply.new, 'new host')} requested this session"
         else:
-            detail = f"{_plural(supply.in_flight, 'host')} in flight"
+            detail = f"{_plural(supply.in_flight_total, 'host')} in flight"
         parts.append(
             f"Waiting for provisioning: fits on template {supply.template.name} ({detail})"
         )
@@ -88,7 +88,7 @@ def demand(catalog: CatalogPass) -> Demand:
     """Per template the new hosts and in-flight hosts used; per pool the tokens to
     borrow and in-flight tokens used; each with its jobs in scheduling order."""
     hosts = [
-        HostDemand(s.template.name, s.new, len(s.used), s.jobs)
+        HostDemand(s.template.name, s.new, len(s.expected), s.jobs)
         for s in catalog.templates
         if s.jobs
     ]
@@ -98,9 +98,9 @@ def demand(catalog: CatalogPass) -> Demand:
         if t.jobs
     ]
     surplus_hosts = [
-        SurplusHosts(s.template.name, s.in_flight - len(s.used))
+        SurplusHosts(s.template.name, s.in_flight)
         for s in catalog.templates
-        if s.in_flight > len(s.used)
+        if s.in_flight > 0
     ]
     surplus_tokens = [
         SurplusTokens(t.pool.label, t.in_flight)

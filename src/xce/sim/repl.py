@@ -247,8 +247,11 @@ def recordable(state: SchedulerState) -> str | None:
 class Repl:
     """Commands on one simulator; `execute` runs one line."""
 
-    def __init__(self, simulator: Simulator, console: Console, errors: Console) -> None:
+    def __init__(
+        self, simulator: Simulator, console: Console, errors: Console, interactive: bool = False
+    ) -> None:
         self.sim = simulator
+        self.interactive = interactive  # Ctrl-C stops `run` and `step`
         self.console = console
         self.errors = errors
         self.clock = simulator.now  # `run until` may end past the last event
@@ -288,6 +291,10 @@ class Repl:
             self.error(str(err))
         except OSError as err:
             self.error(f"{err.strerror or err}: {err.filename}" if err.filename else str(err))
+        except KeyboardInterrupt:
+            self.error("interrupted")
+        except Exception as err:  # the simulator itself failed: say so, keep the prompt
+            self.error(f"internal error: {type(err).__name__}: {err}")
         return True
 
     def error(self, message: str) -> None:
@@ -348,7 +355,9 @@ class Repl:
         sessions = metrics.sessions - before[0]
         started = len(metrics.started) - before[1]
         finished = metrics.finished - before[2]
-        done = "; the workload is done" if self.sim.loop.next_time() is None else ""
+        # run() without `until` returns only when the run is over
+        over = (until is None and not interrupted) or self.sim.loop.next_time() is None
+        done = "; the workload is done" if over else ""
         head = "interrupted at" if interrupted else "now"
         self.say(
             f"{head} {show_time(self.now)}: {_plural(sessions, 'session')}, "
@@ -361,9 +370,9 @@ class Repl:
             raise _Interrupted
 
     def _catch_interrupt(self) -> Any:
-        """On a terminal, Ctrl-C stops `run` between two simulator steps."""
+        """On a terminal, Ctrl-C stops `run` and `step` between two simulator steps."""
         self._interrupted = False
-        if not sys.stdin.isatty():
+        if not self.interactive:
             return None
 
         def handler(signum: int, frame: FrameType | None) -> None:
@@ -388,13 +397,24 @@ class Repl:
             raise ReplError(f"bad session count '{args[0]}': give a whole number") from None
         if count < 1:
             raise ReplError("the session count must be at least 1")
-        ran = self.sim.step_sessions(count)
+        ran = 0
+        previous = self._catch_interrupt()
+        try:
+            while ran < count and not self._interrupted:
+                if self.sim.step_sessions(1) == 0:
+                    break
+                ran += 1
+        finally:
+            self._restore_interrupt(previous)
         self.clock = max(self.clock, self.sim.now)
         result = self.sim.last_result
         if ran == 0 or result is None:
             self.say(f"no session left to run: the workload is done at {show_time(self.now)}")
             return
-        short = f" (the workload is done after {ran})" if ran < count else ""
+        if self._interrupted:
+            short = f" (interrupted after {ran})"
+        else:
+            short = f" (the workload is done after {ran})" if ran < count else ""
         self.say(
             f"ran {_plural(ran, 'session')}{short}; session "
             f"{self.sim.metrics.sessions} at {show_time(result.now)}: "
@@ -705,7 +725,7 @@ class Repl:
         self.sim.recorder = recorder
         self.recorder, self.recording = recorder, path
         self.say(
-            f"recording to {path} from {show_time(now)}. A recording started mid-run replays "
+            f"recording to {path} from {show_time(self.now)}. A recording started mid-run replays "
             "only if it starts with the configuration, so it begins with it and "
             f"{len(events) - 1} events that rebuild the current state (check with: "
             f"xce sim replay {path})"
@@ -785,8 +805,8 @@ def run_repl(simulator: Simulator, stdin: IO[str] | None = None,
     stream = sys.stdin if stdin is None else stdin
     console = console or Console(highlight=False)
     errors = errors or Console(stderr=True, highlight=False)
-    repl = Repl(simulator, console, errors)
     interactive = stream.isatty()
+    repl = Repl(simulator, console, errors, interactive)
     if interactive:
         console.print(
             f"XCE simulator: {len(simulator.workload.jobs)} jobs of {simulator.workload.name} "

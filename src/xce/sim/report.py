@@ -53,7 +53,8 @@ PLOTS = (
      "and the 95th percentile (p95) as in the summary."),
     ("tokens.png", "Tokens",
      "Tokens of countable resources borrowed from the license pools, against tokens "
-     "held by running jobs in pools that can borrow."),
+     "held by running jobs in pools that can borrow (these come from the pool's own "
+     "total first, so use can exceed what is borrowed)."),
 )
 
 
@@ -72,21 +73,21 @@ def write_report(directory: Path, simulator: Simulator, summary: dict[str, Any])
         ("static_hosts", "static"), ("provisioned_hosts", "provisioned (open)"),
         ("closed_hosts", "closed (draining)"), ("in_flight_hosts", "in flight"),
     ):
-        ax.step(x, series[name], where="post", label=label)
-    ax.step(x, series["demand_hosts"], where="post", label="demand for new hosts",
+        ax.step(x, series[name], where="post", linewidth=1.0, label=label)
+    ax.step(x, series["demand_hosts"], where="post", linewidth=1.0, label="demand for new hosts",
             linestyle="--")
     _finish(fig, ax, xlabel, "hosts", directory / "hosts.png", empty=not len(x))
 
     fig, ax = _figure("Jobs")
-    ax.step(x, series["pending"], where="post", label="pending")
-    ax.step(x, series["running"], where="post", label="running")
+    ax.step(x, series["pending"], where="post", linewidth=1.0, label="pending")
+    ax.step(x, series["running"], where="post", linewidth=1.0, label="running")
     _finish(fig, ax, xlabel, "jobs", directory / "jobs.png", empty=not len(x))
 
     _waits_plot(simulator.metrics.waits, directory / "waits.png")
 
     fig, ax = _figure("Tokens")
-    ax.step(x, series["tokens_borrowed"], where="post", label="borrowed")
-    ax.step(x, series["tokens_used"], where="post", label="used")
+    ax.step(x, series["tokens_borrowed"], where="post", linewidth=1.0, label="borrowed")
+    ax.step(x, series["tokens_used"], where="post", linewidth=1.0, label="used")
     no_tokens = not simulator.pools
     _finish(fig, ax, xlabel, "tokens", directory / "tokens.png", empty=not len(x) or no_tokens,
             note="no countable resources" if no_tokens else None)
