@@ -521,6 +521,24 @@ LIMITS = st.one_of(
         max_size=3,
     ),
 )
+# "Limits" worlds: always some limits, with small values that jobs reach exactly.
+TIGHT_LIMITS = st.lists(
+    st.tuples(
+        st.sampled_from([None, 2, 3, 4, 6, 8, 1, 5]),  # slots
+        st.sampled_from([None, None, 1, 2, 3]),  # jobs
+        st.one_of(
+            st.none(), st.just("each"), st.lists(st.sampled_from(USERS), min_size=1, unique=True)
+        ),
+        st.one_of(
+            st.none(), st.just("each"), st.lists(st.integers(0, 2), min_size=1, unique=True)
+        ),
+    ),
+    min_size=1,
+    max_size=3,
+)
+LIMITS_CLASSES = st.lists(
+    st.tuples(st.integers(0, 2), st.sampled_from([1, 2, 3, 1, 4]), REQ_PARTS), min_size=1, max_size=5
+)
 CLASSES = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 6), REQ_PARTS), min_size=1, max_size=5)
 
 # "Tight" worlds stress placement: small hosts, multi-slot jobs, span[ptile] with a
@@ -629,7 +647,8 @@ DEMAND_QUEUES = st.lists(
 @st.composite
 def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
     """A world; `flavor` "tight" stresses placement (no limits), "demand" the catalog
-    pass (at least one template, jobs overflowing the static hosts)."""
+    pass (at least one template, jobs overflowing the static hosts), "limits" the
+    limits (always some, small, and many small jobs)."""
     tight = flavor == "tight"
     if flavor == "demand":
         min_templates = max(min_templates, 1)
@@ -710,7 +729,10 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
     queue_names = [q.name for q in queues]
 
     limits = []
-    for i, (slots, jobs, users, queue_dim) in enumerate(draw(st.just([]) if tight else LIMITS)):
+    limit_rows = draw(
+        {"tight": st.just([]), "limits": TIGHT_LIMITS, "demand": LIMITS}.get(flavor, LIMITS)
+    )
+    for i, (slots, jobs, users, queue_dim) in enumerate(limit_rows):
         if slots is None and jobs is None:
             slots = 12
         limits.append(
@@ -761,7 +783,9 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
     classes = [
         (queue_names[q % len(queue_names)], n, make_req(parts, shared))
         for q, n, parts in draw(
-            {"tight": TIGHT_CLASSES, "demand": DEMAND_CLASSES}.get(flavor, CLASSES)
+            {"tight": TIGHT_CLASSES, "demand": DEMAND_CLASSES, "limits": LIMITS_CLASSES}.get(
+                flavor, CLASSES
+            )
         )
     ]
     job_rows = draw(JOBS if flavor == "general" else MANY_JOBS)

@@ -100,7 +100,7 @@ def test_never_over_allocates(world: World) -> None:
 
 
 @PROPS
-@given(worlds())
+@given(worlds("limits"))
 def test_limits_are_never_exceeded(world: World) -> None:
     """Every limit counter that a dispatch added to ends within the limit (running
     jobs may exceed a limit on their own, e.g. after a configuration change, so only

@@ -96,20 +96,41 @@ def place(
     ranked = sorted(
         (key(i), i, u) for i, u in zip(room.cands, room.usable, strict=True) if u > 0
     )
+    if ptile is not None:
+        return _place_ptile(ranked, n, ptile)
     placement: dict[int, int] = {}
     left = n
     for _k, index, free in ranked:
-        if ptile is None:
-            take = min(free, left)
-        else:
-            take = min(ptile, left)
-            if free < take:
-                continue
+        take = min(free, left)
         placement[index] = take
         left -= take
         if left == 0:
             return placement
     return None
+
+
+def _place_ptile(
+    ranked: list[tuple[tuple[float | str, ...], int, int]], n: int, ptile: int
+) -> dict[int, int] | None:
+    """Exactly `ptile` slots on each of the first hosts that have room for them, in
+    preference order; the remainder on the next preferred host with room for it."""
+    chunks, remainder = divmod(n, ptile)
+    placement: dict[int, int] = {}
+    for _k, index, free in ranked:
+        if len(placement) == chunks:
+            break
+        if free >= ptile:
+            placement[index] = ptile
+    if len(placement) < chunks:
+        return None
+    if remainder:
+        spare = next(
+            (i for _k, i, free in ranked if free >= remainder and i not in placement), None
+        )
+        if spare is None:
+            return None
+        placement[spare] = remainder
+    return placement
 
 
 def shortfall(cap: Capacity, room: Room, n: int) -> tuple[str, str]:
