@@ -424,7 +424,7 @@ class Simulator:
             nxt = loop.next_time()
             if nxt is None or (until is not None and nxt > until):
                 break
-            if loop.work == 0 and self._settled():
+            if self.done:
                 break  # only wake-ups are left and nothing is waiting for them
             loop.step()
             steps += 1
@@ -433,8 +433,12 @@ class Simulator:
         if until is not None and loop.now < until and loop.next_time() is None:
             loop.now = until
 
-    def _settled(self) -> bool:
-        """No job waits or runs and no supply is held or coming: the run is over."""
+    @property
+    def done(self) -> bool:
+        """Nothing is left to happen but wake-ups, and no job waits or runs and no
+        supply is held or coming: the run is over."""
+        if self.loop.work:
+            return False
         state = self.state
         return not (
             state.pending or state.held or state.running or self.provisioned
@@ -445,7 +449,7 @@ class Simulator:
     def step_sessions(self, count: int) -> int:
         """Run until `count` more sessions have run; returns how many did."""
         target = self.metrics.sessions + count
-        while self.metrics.sessions < target and self.loop.step():
+        while self.metrics.sessions < target and not self.done and self.loop.step():
             pass
         return count - (target - self.metrics.sessions)
 
@@ -464,11 +468,13 @@ class Simulator:
         seconds = dict(self.metrics.host_seconds)
         for template, joined in self.provisioned.values():
             seconds[template] = seconds.get(template, 0.0) + end - joined
-        self.metrics.host_seconds = seconds
         summary = self.metrics.summary(
             jobs=len(self.workload.jobs), skipped=self.workload.skipped,
             sim_seconds=end - self.first_submit,
             wall_seconds=wallclock.perf_counter() - self.start_wall,
             capacity_slot_seconds=capacity,
         )
+        # Hosts still up count until now, without changing what later calls see.
+        templates = sorted(set(summary["host_hours"]) | set(seconds))
+        summary["host_hours"] = {t: round(seconds.get(t, 0.0) / 3600, 3) for t in templates}
         return summary
