@@ -43,9 +43,12 @@ def config(provisionable: bool, cap: int) -> ClusterConfig:
         resources[lic] = ResourceDef(lic, "numeric", consumable=True, shared=True)
     templates = tuple(
         HostTemplate(
-            name=f"t{i:02d}", provider="cloud", slots=[8, 16, 32, 64][i % 4],
+            name=f"t{i:02d}",
+            provider="cloud",
+            slots=[8, 16, 32, 64][i % 4],
             resources={"mem": float([32000, 64000, 128000, 256000][(i // 4) % 4])},
-            max=400 if provisionable else 0, rank=i,
+            max=400 if provisionable else 0,
+            rank=i,
         )
         for i in range(20)
     )
@@ -56,8 +59,7 @@ def config(provisionable: bool, cap: int) -> ClusterConfig:
         cluster="bench-demand",
         resources=resources,
         hosts=tuple(
-            HostSpec(name=f"h{i:04d}", slots=32, resources={"mem": 128000.0})
-            for i in range(1000)
+            HostSpec(name=f"h{i:04d}", slots=32, resources={"mem": 128000.0}) for i in range(1000)
         ),
         # No license token is free: every one a job needs must be borrowed.
         shared={lic: (SharedPool(resource=lic, pool="default", total=0),) for lic in LICENSES},
@@ -94,9 +96,12 @@ def build(provisionable: bool, cap: int, seed: int = 1) -> SchedulerState:
         state.apply(
             JobSubmitted(
                 JobSpec(
-                    id=job_id, user=f"u{rng.randrange(100):02d}",
+                    id=job_id,
+                    user=f"u{rng.randrange(100):02d}",
                     queue=rng.choice(["high", "normal", "normal", "low"]),
-                    n=n, res=res, submit=float(i // 20),
+                    n=n,
+                    res=res,
+                    submit=float(i // 20),
                 )
             )
         )
@@ -127,8 +132,10 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=10_000, help="catalog.max_jobs_per_session")
     args = parser.parse_args()
     print(f"machine: {machine()}")
-    print(f"100,000 pending jobs, 100 shapes, 1,000 busy hosts, 20 templates, 10 countables; "
-          f"catalog cap {args.cap}")
+    print(
+        f"100,000 pending jobs, 100 shapes, 1,000 busy hosts, 20 templates, 10 countables; "
+        f"catalog cap {args.cap}"
+    )
     baseline_state = build(False, args.cap)
     base, base_times, _ = median_session(baseline_state, 1000.0, args.runs)
     del baseline_state
@@ -136,24 +143,38 @@ def main() -> None:
     full, full_times, result = median_session(state, 1000.0, args.runs)
     assert isinstance(result, SessionResult)
     stats = result.stats
-    print(f"  nothing provisionable: median {base:.3f} s ({', '.join(f'{t:.3f}' for t in base_times)})")
-    print(f"  with demand:           median {full:.3f} s ({', '.join(f'{t:.3f}' for t in full_times)}); "
-          f"target <= 1 s")
-    print(f"    real pass {stats.real_pass_ms:.0f} ms, catalog pass {stats.catalog_pass_ms:.0f} ms, "
-          f"end {stats.end_ms:.0f} ms (last run)")
-    print(f"  catalog pass adds {100 * (full - base) / base:.0f} % over the baseline; target <= 30 %")
+    print(
+        f"  nothing provisionable: median {base:.3f} s "
+        f"({', '.join(f'{t:.3f}' for t in base_times)})"
+    )
+    print(
+        f"  with demand:           median {full:.3f} s "
+        f"({', '.join(f'{t:.3f}' for t in full_times)}); "
+        f"target <= 1 s"
+    )
+    print(
+        f"    real pass {stats.real_pass_ms:.0f} ms, catalog pass {stats.catalog_pass_ms:.0f} ms, "
+        f"end {stats.end_ms:.0f} ms (last run)"
+    )
+    print(
+        f"  catalog pass adds {100 * (full - base) / base:.0f} % over the baseline; target <= 30 %"
+    )
     hosts = sum(h.count for h in result.demand.hosts)
     jobs = len({j for h in result.demand.hosts for j in h.jobs})
     tokens = sum(r.amount for r in result.demand.resources)
-    print(f"  demand: {hosts} new hosts over {len(result.demand.hosts)} templates for {jobs} jobs; "
-          f"{tokens:g} tokens over {len(result.demand.resources)} resources")
+    print(
+        f"  demand: {hosts} new hosts over {len(result.demand.hosts)} templates for {jobs} jobs; "
+        f"{tokens:g} tokens over {len(result.demand.resources)} resources"
+    )
     total_demanded = total_bound = 0
     for name, (demanded, bound) in sorted(lower_bound(state, result).items()):
         total_demanded += demanded
         total_bound += bound
         print(f"    {name}: {demanded} hosts, lower bound {bound}")
-    print(f"  packing: {total_demanded} hosts vs lower bound {total_bound} "
-          f"({100 * total_demanded / max(total_bound, 1):.1f} %)")
+    print(
+        f"  packing: {total_demanded} hosts vs lower bound {total_bound} "
+        f"({100 * total_demanded / max(total_bound, 1):.1f} %)"
+    )
     print(f"  peak RSS {peak_rss_mb():.0f} MB")
     print(f"  statistics median of runs: {statistics.median(full_times):.3f} s")
 

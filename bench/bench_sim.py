@@ -47,7 +47,9 @@ print(json.dumps(summary))
 def run_case(path: Path, elastic: float) -> dict[str, float]:
     out = subprocess.run(
         [sys.executable, "-c", CASE, str(path), str(elastic)],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result

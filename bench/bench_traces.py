@@ -46,8 +46,10 @@ def main() -> None:
     parser.add_argument("--only", help="run only traces whose name contains this")
     args = parser.parse_args()
     print(f"machine: {machine()}")
-    print("| trace | cluster | jobs | skipped | too large | finished | wait mean s | "
-          "wait p95 s | bsld | util | hosts req/joined/reclaimed | host-hours | wall s |")
+    print(
+        "| trace | cluster | jobs | skipped | too large | finished | wait mean s | "
+        "wait p95 s | bsld | util | hosts req/joined/reclaimed | host-hours | wall s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in sorted(args.traces.glob("*.swf.gz")):
         if args.only and args.only not in path.name:
@@ -55,12 +57,15 @@ def main() -> None:
         for elastic in (0.0, 0.5):
             out = subprocess.run(
                 [sys.executable, "-c", CASE, str(path), str(elastic)],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
             )
             s = json.loads(out.stdout.strip().splitlines()[-1])
             nodes, slots = s["machine"]
             shape = (
-                f"{nodes}x{slots} static" if not elastic
+                f"{nodes}x{slots} static"
+                if not elastic
                 else f"{nodes - round(nodes * elastic)}x{slots} + cloud {round(nodes * elastic)}"
             )
             hours = sum(s["host_hours"].values())

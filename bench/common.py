@@ -6,8 +6,7 @@ import platform
 import resource
 import statistics
 import time
-from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from xce.sched import SchedulerState, run_session
 
@@ -27,7 +26,7 @@ def machine() -> str:
 
     return (
         f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     )
 
 
@@ -36,7 +35,9 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def median_session(state: SchedulerState, now: float, runs: int) -> tuple[float, list[float], object]:
+def median_session(
+    state: SchedulerState, now: float, runs: int
+) -> tuple[float, list[float], object]:
     """Median wall time (s) of `runs` sessions on the same state; the last result."""
     times: list[float] = []
     result = None
@@ -45,10 +46,3 @@ def median_session(state: SchedulerState, now: float, runs: int) -> tuple[float,
         result = run_session(state, now, time.perf_counter)
         times.append(time.perf_counter() - started)
     return statistics.median(times), times, result
-
-
-def timed(label: str, action: Callable[[], object]) -> object:
-    started = time.perf_counter()
-    value = action()
-    print(f"  {label}: {time.perf_counter() - started:.2f} s")
-    return value

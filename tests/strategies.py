@@ -457,7 +457,7 @@ TEMPLATE = st.tuples(
     st.integers(0, 2),  # in flight
     st.one_of(st.none(), st.none(), st.none(), st.integers(0, 3)),  # runtime allowance
 )
-SELECT = st.one_of(st.none(), st.none(), st.sampled_from(sorted(SELECTS)))
+SELECT = st.one_of(st.none(), st.sampled_from(sorted(SELECTS)))
 REQ_PARTS = st.tuples(
     SELECT,
     st.sampled_from([None, None, 500, 1000, 2000, 4000]),  # mem per slot
