@@ -13,7 +13,7 @@ scheduler's parser.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
@@ -109,9 +109,9 @@ SELECTS: dict[str, Callable[[Shape], bool]] = {
     "slots>=4": lambda s: s.slots >= 4,
     "gpu>0": lambda s: (g := _num(s, "gpu")) is not None and g > 0,
     "hname!=h01": lambda s: s.name != "h01",
-    "type==X86_64 && mem>=8000": lambda s: s.type == "X86_64"
-    and (m := _num(s, "mem")) is not None
-    and m >= 8000,
+    "type==X86_64 && mem>=8000": lambda s: (
+        s.type == "X86_64" and (m := _num(s, "mem")) is not None and m >= 8000
+    ),
     "ssd || slots>=6": lambda s: _ssd(s) or s.slots >= 6,
 }
 ORDERS = ("-slots", "slots", "mem", "-mem", "-slots:mem")
@@ -212,7 +212,7 @@ class World:
     now: float = NOW
 
     # ------------------------------------------------------------------ building
-    def state(self, extra: list[Event] | None = None) -> SchedulerState:
+    def state(self, extra: Sequence[Event] | None = None) -> SchedulerState:
         state = SchedulerState()
         state.apply_all(self.events)
         for event in extra or ():
@@ -297,8 +297,8 @@ class Model:
             for p in pools
         }
         self.limits: dict[tuple[int, tuple[str, str]], list[int]] = {}
-        for job, (hosts, pools) in world.running.items():
-            self.start(job, hosts, pools)
+        for job, (placed, chosen) in world.running.items():
+            self.start(job, placed, chosen)
 
     def start(self, job: int, hosts: dict[str, int], pools: dict[str, str]) -> None:
         spec, req = self.world.jobs[job], self.world.reqs[job]
@@ -367,7 +367,9 @@ class Model:
             for res, amount in shared
         ]
         for combo in product(*choices):
-            allowed = [h for h in hosts if all(patterns_match(p.hosts, self.hosts[h]) for p in combo)]
+            allowed = [
+                h for h in hosts if all(patterns_match(p.hosts, self.hosts[h]) for p in combo)
+            ]
             caps = tuple(self.usable(h, req) for h in allowed)
             if split_exists(caps, spec.n, req.span_hosts1, req.ptile):
                 return True
@@ -418,7 +420,7 @@ def _ptile_split(caps: tuple[int, ...], full: int, rest: int, ptile: int) -> boo
 # neither held nor running, no select/rusage/span).
 
 RESOURCES = st.tuples(
-    st.sampled_from([None, 0, 2000, 4000, 8000, 16000, 32000]),  # mem
+    st.sampled_from([16000, 8000, None, 32000, 4000, 2000, 0]),  # mem
     st.sampled_from([None, None, 0, 1, 2]),  # gpu
     st.sampled_from([None, True, False]),  # ssd
 )
@@ -438,7 +440,7 @@ def _resources(drawn: tuple[Any, Any, Any]) -> dict[str, float | bool]:
 
 HOSTS = st.lists(
     st.tuples(
-        st.sampled_from([1, 2, 4, 8, 3, 6, 5, 7]),  # slots
+        st.sampled_from([4, 8, 2, 6, 1, 3, 5, 7]),  # slots
         st.sampled_from(TYPES),
         RESOURCES,
         st.sampled_from(["ok", "ok", "ok", "closed", "unavail"]),
@@ -460,10 +462,10 @@ TEMPLATE = st.tuples(
 SELECT = st.one_of(st.none(), st.sampled_from(sorted(SELECTS)))
 REQ_PARTS = st.tuples(
     SELECT,
-    st.sampled_from([None, None, 500, 1000, 2000, 4000]),  # mem per slot
-    st.integers(0, 5),  # gpu=1 when 5
+    st.sampled_from([None, None, None, 500, 1000, 2000, 4000]),  # mem per slot
+    st.integers(0, 7),  # gpu=1 when 5
     st.sampled_from([None, None, 1, 2]),  # first shared resource
-    st.sampled_from([None, None, 1, 2]),  # second shared resource
+    st.sampled_from([None, None, None, 1]),  # second shared resource
     st.sampled_from(["none", "none", "hosts1", "ptile", "ptile"]),
     st.integers(1, 4),  # ptile
     st.one_of(st.none(), st.none(), st.sampled_from(ORDERS)),
@@ -477,7 +479,7 @@ def make_req(parts: tuple[Any, ...], shared: tuple[str, ...]) -> Req:
         rusage.append(("mem", float(mem)))
     if gpu == 5:
         rusage.append(("gpu", 1.0))
-    for res, amount in zip(shared, (s1, s2)):
+    for res, amount in zip(shared, (s1, s2), strict=False):
         if amount is not None:
             rusage.append((res, float(amount)))
     return Req(select, tuple(rusage), span == "hosts1", ptile if span == "ptile" else None, order)
@@ -485,8 +487,8 @@ def make_req(parts: tuple[Any, ...], shared: tuple[str, ...]) -> Req:
 
 POOLS = st.tuples(
     st.booleans(),  # shorthand pool (else two pools, site and cloud)
-    st.integers(0, 4),  # total (site)
-    st.integers(0, 4),  # total (cloud)
+    st.sampled_from([2, 4, 1, 0, 3, 6]),  # total (site)
+    st.sampled_from([2, 4, 1, 0, 3, 6]),  # total (cloud)
     st.one_of(st.none(), st.lists(st.integers(0, 7), min_size=1, max_size=3)),  # site hosts
     st.sampled_from([("template:aws.*",), ("template:*",), ("all", "template:*")]),
     st.booleans(),  # cloud pool first
@@ -504,14 +506,16 @@ QUEUES = st.lists(
     min_size=1,
     max_size=3,
 )
-LIMITS = st.one_of(
+LIMITS: st.SearchStrategy[list[Any]] = st.one_of(
     st.just([]),
     st.lists(
         st.tuples(
             st.sampled_from([None, 12, 8, 16, 24, 4, 2, 0]),  # slots
             st.sampled_from([None, None, None, 4, 8, 2, 1, 0]),  # jobs
             st.one_of(
-                st.none(), st.just("each"), st.lists(st.sampled_from(USERS), min_size=1, unique=True)
+                st.none(),
+                st.just("each"),
+                st.lists(st.sampled_from(USERS), min_size=1, unique=True),
             ),
             st.one_of(
                 st.none(), st.just("each"), st.lists(st.integers(0, 2), min_size=1, unique=True)
@@ -529,17 +533,19 @@ TIGHT_LIMITS = st.lists(
         st.one_of(
             st.none(), st.just("each"), st.lists(st.sampled_from(USERS), min_size=1, unique=True)
         ),
-        st.one_of(
-            st.none(), st.just("each"), st.lists(st.integers(0, 2), min_size=1, unique=True)
-        ),
+        st.one_of(st.none(), st.just("each"), st.lists(st.integers(0, 2), min_size=1, unique=True)),
     ),
     min_size=1,
     max_size=3,
 )
 LIMITS_CLASSES = st.lists(
-    st.tuples(st.integers(0, 2), st.sampled_from([1, 2, 3, 1, 4]), REQ_PARTS), min_size=1, max_size=5
+    st.tuples(st.integers(0, 2), st.sampled_from([1, 2, 3, 1, 4]), REQ_PARTS),
+    min_size=1,
+    max_size=5,
 )
-CLASSES = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 6), REQ_PARTS), min_size=1, max_size=5)
+CLASSES = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(1, 6), REQ_PARTS), min_size=1, max_size=5
+)
 
 # "Tight" worlds stress placement: small hosts, multi-slot jobs, span[ptile] with a
 # remainder, packing orders and per-slot memory, so free capacity gets fragmented.
@@ -578,7 +584,7 @@ JOB = st.tuples(
     st.sampled_from([0, 10, 20, 30]),  # submit
     st.sampled_from([0, 0, 1]),  # priority
     st.integers(0, 12),  # held when 12
-    st.integers(0, 3),  # running when 3
+    st.integers(0, 6),  # running when 6
     st.integers(0, 15),  # running: first host tried
     st.integers(0, 900),  # running: start time
 )
@@ -649,7 +655,6 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
     """A world; `flavor` "tight" stresses placement (no limits), "demand" the catalog
     pass (at least one template, jobs overflowing the static hosts), "limits" the
     limits (always some, small, and many small jobs)."""
-    tight = flavor == "tight"
     if flavor == "demand":
         min_templates = max(min_templates, 1)
     max_templates = 3
@@ -669,7 +674,9 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
     static_names = [h.name for h in static]
 
     n_templates = draw(
-        st.sampled_from([2, 3, 1]) if flavor == "demand" else st.integers(min_templates, max_templates)
+        st.sampled_from([2, 3, 1])
+        if flavor == "demand"
+        else st.integers(min_templates, max_templates)
     )
     template_names = sorted(draw(st.permutations(TEMPLATE_NAMES))[:n_templates])
     template_rows = [
@@ -677,10 +684,15 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
     ]
     templates = tuple(
         HostTemplate(
-            name=name, provider=name.split(".")[0], slots=row[0], type=row[1],
-            resources=_resources(row[2]), max=row[3], rank=row[4],
+            name=name,
+            provider=name.split(".")[0],
+            slots=row[0],
+            type=row[1],
+            resources=_resources(row[2]),
+            max=row[3],
+            rank=row[4],
         )
-        for name, row in zip(template_names, template_rows)
+        for name, row in zip(template_names, template_rows, strict=True)
     )
 
     pools: dict[str, tuple[SharedPool, ...]] = {}
@@ -721,23 +733,27 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
             hosts=None
             if hosts is None
             else tuple(
-                dict.fromkeys("template:*" if h == 99 else patterns[h % len(patterns)] for h in hosts)
+                dict.fromkeys(
+                    "template:*" if h == 99 else patterns[h % len(patterns)] for h in hosts
+                )
             ),
         )
         for i, (priority, hosts) in enumerate(queue_rows)
     )
     queue_names = [q.name for q in queues]
 
-    limits = []
-    limit_rows = draw(
+    limits: list[Limit] = []
+    limit_rows: list[Any] = draw(
         {"tight": st.just([]), "limits": TIGHT_LIMITS, "demand": LIMITS}.get(flavor, LIMITS)
     )
-    for i, (slots, jobs, users, queue_dim) in enumerate(limit_rows):
-        if slots is None and jobs is None:
+    for i, (slots, max_jobs, users, queue_dim) in enumerate(limit_rows):
+        if slots is None and max_jobs is None:
             slots = 12
         limits.append(
             Limit(
-                f"L{i}", slots, jobs,
+                f"L{i}",
+                slots,
+                max_jobs,
                 users if users is None or users == "each" else tuple(users),
                 queue_dim
                 if queue_dim is None or queue_dim == "each"
@@ -763,18 +779,28 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
 
     # Runtime host facts: provisioned hosts and closed hosts.
     hosts: dict[str, HostFact] = {}
-    for spec, row in zip(static, host_rows):
-        hosts[spec.name] = HostFact(Shape(spec.name, spec.slots, spec.type, dict(spec.resources)), None, row[3])
+    for host_spec, row in zip(static, host_rows, strict=True):
+        hosts[host_spec.name] = HostFact(
+            Shape(host_spec.name, host_spec.slots, host_spec.type, dict(host_spec.resources)),
+            None,
+            row[3],
+        )
         if row[3] != "ok":
-            events.append(HostStateChanged(name=spec.name, state=row[3]))
-    for t, row in zip(templates, template_rows):
+            events.append(HostStateChanged(name=host_spec.name, state=row[3]))
+    for t, row in zip(templates, template_rows, strict=True):
         for k in range(row[5]):
             name = f"{t.name}-p{k}"
             hosts[name] = HostFact(Shape(name, t.slots, t.type, dict(t.resources)), t.name, row[6])
             events.append(
                 HostAdded(
-                    name=name, slots=t.slots, type=t.type, model=t.model,
-                    resources=dict(t.resources), template=t.name, state=row[6], time=0,
+                    name=name,
+                    slots=t.slots,
+                    type=t.type,
+                    model=t.model,
+                    resources=dict(t.resources),
+                    template=t.name,
+                    state=row[6],
+                    time=0,
                     idle_since=float(100 * k),
                 )
             )
@@ -794,20 +820,35 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
     for job_id, row in enumerate(job_rows, start=1):
         queue, n, req = classes[row[0] % len(classes)]
         spec = JobSpec(
-            id=job_id, user=row[1], queue=queue, n=n, res=req.text(), submit=float(row[2]),
-            priority=row[3], hold=row[4] == 12,
+            id=job_id,
+            user=row[1],
+            queue=queue,
+            n=n,
+            res=req.text(),
+            submit=float(row[2]),
+            priority=row[3],
+            hold=row[4] == 12,
         )
         jobs[job_id] = spec
         job_reqs[job_id] = req
         events.append(JobSubmitted(job=spec))
 
     world = World(
-        config=config, hosts=hosts, jobs=jobs, reqs=job_reqs, running={}, in_flight={},
-        allowance={}, tokens_in_flight={}, borrowed={}, headroom={}, events=events,
+        config=config,
+        hosts=hosts,
+        jobs=jobs,
+        reqs=job_reqs,
+        running={},
+        in_flight={},
+        allowance={},
+        tokens_in_flight={},
+        borrowed={},
+        headroom={},
+        events=events,
     )
 
     # Supply facts (before starting jobs: borrowed tokens add to pool totals).
-    for t, row in zip(templates, template_rows):
+    for t, row in zip(templates, template_rows, strict=True):
         world.in_flight[t.name] = row[7]
         if row[8] is not None:
             world.allowance[t.name] = row[8]
@@ -822,8 +863,12 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
             headroom[label] = world.headroom[(res, pool)] = float(t_headroom)
     events.append(
         SupplyChanged(
-            in_flight=dict(world.in_flight), tokens_in_flight=tif, borrowed=borrowed,
-            headroom=headroom, allowance=dict(world.allowance), time=0,
+            in_flight=dict(world.in_flight),
+            tokens_in_flight=tif,
+            borrowed=borrowed,
+            headroom=headroom,
+            allowance=dict(world.allowance),
+            time=0,
         )
     )
 
@@ -831,8 +876,8 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
     # fit (a running job may sit on a host closed since), tokens from a reaching pool.
     model = Model(world)
     host_names = sorted(hosts)
-    for (job_id, spec), row in zip(jobs.items(), job_rows):
-        if spec.hold or row[5] != 3:
+    for (job_id, spec), row in zip(jobs.items(), job_rows, strict=True):
+        if spec.hold or row[5] != 6:
             continue
         req = job_reqs[job_id]
         first = row[6] % len(host_names)
@@ -876,8 +921,11 @@ def simple_world(
     (their `res` is taken from the Req), optional hosts in flight; nothing running."""
     events: list[Event] = [ConfigLoaded(config=config)]
     hosts = {
-        h.name: HostFact(Shape(h.name, h.slots, h.type, dict(h.resources)), None,
-                         "closed" if h.name in closed else "ok")
+        h.name: HostFact(
+            Shape(h.name, h.slots, h.type, dict(h.resources)),
+            None,
+            "closed" if h.name in closed else "ok",
+        )
         for h in config.hosts
     }
     events += [HostStateChanged(name=name, state="closed") for name in closed]
@@ -885,17 +933,30 @@ def simple_world(
     reqs_: dict[int, Req] = {}
     for spec, req in jobs:
         spec = JobSpec(
-            id=spec.id, user=spec.user, queue=spec.queue or config.queues[0].name, n=spec.n,
-            res=req.text(), submit=spec.submit, priority=spec.priority,
+            id=spec.id,
+            user=spec.user,
+            queue=spec.queue or config.queues[0].name,
+            n=spec.n,
+            res=req.text(),
+            submit=spec.submit,
+            priority=spec.priority,
         )
         specs[spec.id], reqs_[spec.id] = spec, req
         events.append(JobSubmitted(job=spec))
     if in_flight:
         events.append(SupplyChanged(in_flight=dict(in_flight)))
     return World(
-        config=config, hosts=hosts, jobs=specs, reqs=reqs_, running={},
-        in_flight=dict(in_flight or {}), allowance={}, tokens_in_flight={}, borrowed={},
-        headroom={}, events=events,
+        config=config,
+        hosts=hosts,
+        jobs=specs,
+        reqs=reqs_,
+        running={},
+        in_flight=dict(in_flight or {}),
+        allowance={},
+        tokens_in_flight={},
+        borrowed={},
+        headroom={},
+        events=events,
     )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 from hypothesis import HealthCheck, example, given, settings
-
 from strategies import (
     HostFact,
     Model,
@@ -23,9 +22,10 @@ from strategies import (
     template_in,
     worlds,
 )
+
 from xce.model.cluster import Catalog, ClusterConfig, HostSpec, HostTemplate
-from xce.model.jobs import JobSpec
 from xce.model.events import Event, HostAdded, JobKilled, JobStarted, SupplyChanged
+from xce.model.jobs import JobSpec
 from xce.model.result import SessionResult
 from xce.sched.session import run_session
 from xce.sched.state import SchedulerState
@@ -39,7 +39,9 @@ EPS = 1e-6
 LATER = 10.0  # the next session runs this much later
 
 
-def session(world: World, extra: list[Event] | None = None, now: float | None = None) -> tuple[SchedulerState, SessionResult]:
+def session(
+    world: World, extra: list[Event] | None = None, now: float | None = None
+) -> tuple[SchedulerState, SessionResult]:
     state = world.state(extra)
     return state, run_session(state, world.now if now is None else now)
 
@@ -97,7 +99,10 @@ def test_demand_within_allowance_and_headroom(world: World) -> None:
         assert hd.jobs == scheduling_order(world, hd.jobs), hd
         needed = 0
         for job in hd.jobs:
-            assert job not in dispatched and kind.get(job) == "provisioning", (job, result.reason_of(job))
+            assert job not in dispatched and kind.get(job) == "provisioning", (
+                job,
+                result.reason_of(job),
+            )
             assert job not in on_template, f"job {job} on templates {on_template[job]} and {name}"
             on_template[job] = name
             spec, req = world.jobs[job], world.reqs[job]
@@ -106,23 +111,30 @@ def test_demand_within_allowance_and_headroom(world: World) -> None:
             assert req.selects(shape), (job, req.select, name)
             room = empty_room(shape, req)
             assert room >= unit(spec.n, req), (job, req.text(), name, room)
-            per_host = spec.n if req.single_host(spec.n) else room if req.ptile is None else req.ptile
+            per_host = (
+                spec.n if req.single_host(spec.n) else room if req.ptile is None else req.ptile
+            )
             needed += math.ceil(spec.n / per_host)
         assert hd.count + hd.in_flight_used <= needed, (hd, needed)
 
     for rd in result.demand.resources:
         res, pool = world.pool_of_label(rd.resource)
-        assert world.countable(res, pool) is not None, f"demand for {rd.resource}, which has no countable"
+        assert world.countable(res, pool) is not None, (
+            f"demand for {rd.resource}, which has no countable"
+        )
         headroom = world.pool_headroom(res, pool)
-        in_flight = world.tokens_in_flight.get((res, pool), 0.0)
+        tokens_in_flight = world.tokens_in_flight.get((res, pool), 0.0)
         assert -EPS <= rd.amount <= headroom + EPS, (rd, headroom)
-        assert -EPS <= rd.in_flight_used <= in_flight + EPS, (rd, in_flight)
+        assert -EPS <= rd.in_flight_used <= tokens_in_flight + EPS, (rd, tokens_in_flight)
         assert rd.jobs and rd.amount + rd.in_flight_used > 0, rd
         assert len(set(rd.jobs)) == len(rd.jobs), rd
         assert rd.jobs == scheduling_order(world, rd.jobs), rd
         wanted = 0.0
         for job in rd.jobs:
-            assert job not in dispatched and kind.get(job) == "provisioning", (job, result.reason_of(job))
+            assert job not in dispatched and kind.get(job) == "provisioning", (
+                job,
+                result.reason_of(job),
+            )
             amounts = dict(world.reqs[job].shared())
             assert res in amounts, (job, rd)
             wanted += amounts[res]
@@ -138,14 +150,16 @@ def test_demand_within_allowance_and_headroom(world: World) -> None:
     for t in world.config.catalog.templates:
         in_flight = world.in_flight.get(t.name, 0)
         assert used_hosts.get(t.name, 0) + surplus_hosts.get(t.name, 0) == in_flight, (
-            t.name, in_flight, result.demand
+            t.name,
+            in_flight,
+            result.demand,
         )
     surplus_tokens = {s.resource: s.amount for s in result.demand.surplus_tokens}
     used_tokens = {r.resource: r.in_flight_used for r in result.demand.resources}
-    for (res, pool), in_flight in world.tokens_in_flight.items():
+    for (res, pool), tokens in world.tokens_in_flight.items():
         label = world.label(res, pool)
         total = used_tokens.get(label, 0.0) + surplus_tokens.get(label, 0.0)
-        assert abs(total - in_flight) <= EPS, (label, in_flight, result.demand)
+        assert abs(total - tokens) <= EPS, (label, tokens, result.demand)
 
 
 # ----------------------------------------------------------------------------- 8
@@ -249,7 +263,10 @@ def test_host_demand_is_first_fit_packing(world: World) -> None:
     _state, result = session(world)
     for hd in result.demand.hosts:
         new, used = first_fit(world, hd.template, hd.jobs)
-        assert (hd.count, hd.in_flight_used) == (new, used), (hd, {"new": new, "in_flight_used": used})
+        assert (hd.count, hd.in_flight_used) == (new, used), (
+            hd,
+            {"new": new, "in_flight_used": used},
+        )
 
 
 def provide(world: World, result: SessionResult) -> tuple[list[Event], Model]:
@@ -257,8 +274,7 @@ def provide(world: World, result: SessionResult) -> tuple[list[Event], Model]:
     hosts, in-flight hosts joining, borrowed tokens) and kill the pending jobs the
     demand is not for; and a model of the resulting cluster."""
     events: list[Event] = [
-        JobStarted(job=d.job, hosts=d.hosts, pools=d.pools, time=world.now)
-        for d in result.dispatch
+        JobStarted(job=d.job, hosts=d.hosts, pools=d.pools, time=world.now) for d in result.dispatch
     ]
     hosts = dict(world.hosts)
     in_flight: dict[str, int] = {}
@@ -269,8 +285,13 @@ def provide(world: World, result: SessionResult) -> tuple[list[Event], Model]:
             hosts[name] = HostFact(world.template_shape(t.name, name), t.name, "ok")
             events.append(
                 HostAdded(
-                    name=name, slots=t.slots, type=t.type, model=t.model,
-                    resources=dict(t.resources), template=t.name, state="ok",
+                    name=name,
+                    slots=t.slots,
+                    type=t.type,
+                    model=t.model,
+                    resources=dict(t.resources),
+                    template=t.name,
+                    state="ok",
                     time=world.now + 1,
                 )
             )
@@ -285,7 +306,9 @@ def provide(world: World, result: SessionResult) -> tuple[list[Event], Model]:
         tokens_in_flight[rd.resource] = world.tokens_in_flight.get(key, 0.0) - rd.in_flight_used
     events.append(
         SupplyChanged(
-            in_flight=in_flight, borrowed=borrowed, tokens_in_flight=tokens_in_flight,
+            in_flight=in_flight,
+            borrowed=borrowed,
+            tokens_in_flight=tokens_in_flight,
             time=world.now + 1,
         )
     )
@@ -397,7 +420,10 @@ def test_demand_in_flight_is_not_requested_again(world: World) -> None:
         if key in world.headroom:
             headroom[rd.resource] = max(0.0, world.headroom[key] - rd.amount)
     supply = SupplyChanged(
-        in_flight=in_flight, allowance=allowance, tokens_in_flight=tokens, headroom=headroom,
+        in_flight=in_flight,
+        allowance=allowance,
+        tokens_in_flight=tokens,
+        headroom=headroom,
         time=world.now + 1,
     )
     _state2, second = session(world, [supply], world.now + LATER)

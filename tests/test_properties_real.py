@@ -8,7 +8,6 @@ scheduler's own counters.
 from __future__ import annotations
 
 from hypothesis import HealthCheck, example, given, settings
-
 from strategies import (
     Model,
     Req,
@@ -19,9 +18,10 @@ from strategies import (
     simple_world,
     worlds,
 )
+
 from xce.model.cluster import ClusterConfig, HostSpec, ResourceDef
-from xce.model.jobs import JobSpec
 from xce.model.events import JobStarted
+from xce.model.jobs import JobSpec
 from xce.model.result import SessionResult
 from xce.sched.session import run_session
 from xce.sched.state import SchedulerState
@@ -143,7 +143,8 @@ def test_dispatches_respect_queue_select_state_and_span(world: World) -> None:
         elif req.ptile is not None:
             full, rest = divmod(spec.n, req.ptile)
             assert sorted(counts, reverse=True) == [req.ptile] * full + ([rest] if rest else []), (
-                d, req.text()
+                d,
+                req.text(),
             )
         for res, pool in d.pools.items():
             spec_pool = world.pool(res, pool)
@@ -164,7 +165,9 @@ def check_pending_jobs_truly_did_not_fit(world: World) -> None:
     _state, result = session(world)
     dispatched = {d.job: d for d in result.dispatch}
     kind = kinds(result)
-    evaluated = {t.job for t in result.trace if t.stage == "real" and t.check not in ("limit", "hold")}
+    evaluated = {
+        t.job for t in result.trace if t.stage == "real" and t.check not in ("limit", "hold")
+    }
     model = Model(world)
     order = scheduling_order(world, [j for j in world.pending_ids() if not world.jobs[j].hold])
     for job in order:
@@ -183,8 +186,12 @@ def check_pending_jobs_truly_did_not_fit(world: World) -> None:
         if kind[job] in ("resource", "provisioning"):
             assert not fits, (job, reason)
         if job in evaluated:
-            assert not blocked, f"job {job}: a limit is reached at its turn, yet it pends with {reason!r}"
-        catalog_limit = any(t.stage == "catalog" and t.check == "limit" for t in result.trace_of(job))
+            assert not blocked, (
+                f"job {job}: a limit is reached at its turn, yet it pends with {reason!r}"
+            )
+        catalog_limit = any(
+            t.stage == "catalog" and t.check == "limit" for t in result.trace_of(job)
+        )
         if kind[job] == "limit" and not catalog_limit:
             assert blocked, f"job {job} pends with {reason!r} but no limit is reached at its turn"
 
@@ -234,8 +241,7 @@ def test_sessions_are_deterministic(world: World) -> None:
     assert comparable(first) == comparable(second)
     assert comparable(first) == comparable(again)
     started = [
-        JobStarted(job=d.job, hosts=d.hosts, pools=d.pools, time=world.now)
-        for d in first.dispatch
+        JobStarted(job=d.job, hosts=d.hosts, pools=d.pools, time=world.now) for d in first.dispatch
     ]
     state_a.apply_all(started)
     fresh = world.state(started)

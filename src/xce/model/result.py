@@ -163,12 +163,15 @@ class SessionResult:
     def to_json_obj(self) -> dict[str, Any]:
         """The session result exactly as FORMATS.md specifies it."""
         return {
-            "now": self.now,
+            "now": number(self.now),
             "dispatch": [{"job": d.job, "hosts": d.hosts} for d in self.dispatch],
             "pending": [{"job": j, "reason": r} for j, r in self.pending_in_order()],
             "demand": demand_json(self.demand),
             "idle": {
-                "hosts": [msgspec.to_builtins(h) for h in self.idle.hosts],
+                "hosts": [
+                    {"host": h.host, "template": h.template, "idle_for": number(h.idle_for)}
+                    for h in self.idle.hosts
+                ],
                 "resources": [
                     {"resource": r.resource, "amount": number(r.amount)}
                     for r in self.idle.resources
