@@ -116,6 +116,13 @@ def test_policy_errors_name_the_field() -> None:
     )
 
 
+def test_min_hosts_above_the_template_max_is_an_error() -> None:
+    assert error_of(
+        "catalog: {templates: [{name: t, provider: p, slots: 1, max: 2}]}\n"
+        "policy: {min_hosts: {t: 3}}\n"
+    ) == "cluster.yaml:8: policy.min_hosts.t: min_hosts 3 is above template 't' max 2"
+
+
 def test_simulation_errors_name_the_field() -> None:
     assert error_of("simulation: {providers: {gcp: {lead_time: 5}}}\n") == (
         "cluster.yaml:7: simulation.providers.gcp: no template uses provider 'gcp'"

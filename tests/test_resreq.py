@@ -456,7 +456,7 @@ def test_evaluating_ten_thousand_hosts_is_fast() -> None:
         ("span[ptile=x]", 12, "expected a number after '=', found 'x'"),
         ("span[block=2]", 6, "unknown span option 'block' (expected hosts or ptile)"),
         ("span[]", 6, "expected hosts or ptile, found ']'"),
-        ("span[ptile=2:]", 14, "expected ']' to close span, found ']'"),
+        ("span[ptile=2:]", 14, "expected hosts or ptile after ':', found ']'"),
         ("span[ptile=2", 13, "expected ']' to close span"),
         ("order[]", 7, "expected a resource name, found ']'"),
         ("order[-]", 8, "expected a resource name after '-', found ']'"),
@@ -507,6 +507,9 @@ def test_validate_accepts(text: str) -> None:
         ("order[mem:foo]", 11, "cannot order by 'foo'"),
         ("order[-ssd]", 8, "cannot order by 'ssd'"),
         ("order[type]", 7, "cannot order by 'type'"),
+        # a shared resource is a pool, not a host value
+        ("select[vcs>0]", 8, "shared resource 'vcs' is not a host value: use rusage[]"),
+        ("order[vcs]", 7, "cannot order by 'vcs'"),
         # the first offending name in the text is reported
         ("order[foo] select[bar]", 7, "cannot order by 'foo'"),
         ("select[bar] order[foo]", 8, "unknown resource 'bar'"),

@@ -36,12 +36,26 @@ def read_policy(value: object | None, place: Place, catalog: Catalog) -> PolicyC
         max_requests_per_round=section.integer(
             "max_requests_per_round", defaults.max_requests_per_round, minimum=1
         ),
-        min_hosts=_per_template(section, "min_hosts", templates),
+        min_hosts=_min_hosts(section, catalog),
         max_hosts=_per_template(section, "max_hosts", templates),
         max_lifetime=section.number("max_lifetime", defaults.max_lifetime, minimum=0),
         backoff_initial=backoff_initial,
         backoff_max=backoff_max,
     )
+
+
+def _min_hosts(section: MapReader, catalog: Catalog) -> dict[str, int]:
+    """`min_hosts`, each within its template's `max`."""
+    counts = _per_template(section, "min_hosts", {t.name for t in catalog.templates})
+    maxima = {t.name: t.max for t in catalog.templates}
+    found = section.section("min_hosts")
+    for name, count in counts.items():
+        if count > maxima[name]:
+            assert found is not None
+            MapReader(*found).value_place(name).fail(
+                f"min_hosts {count} is above template {name!r} max {maxima[name]}"
+            )
+    return counts
 
 
 def _per_template(section: MapReader, key: str, templates: set[str]) -> dict[str, int]:

@@ -218,14 +218,18 @@ class _Parser:
             if value is None or value < 1:
                 _fail(column, "ptile must be an integer >= 1")
             result = (None, value)
-        separated = lexer.peek().kind in (":", ",")
+        separator = lexer.peek().kind
+        separated = separator in (":", ",")
         if separated:
             lexer.advance()
         other = lexer.peek()
         if other.kind == NAME and other.text in ("hosts", "ptile"):
             _fail(other.column, "span takes only one of hosts and ptile")
         if separated:
-            _fail(other.column, f"expected ']' to close span, found {other.describe()}")
+            _fail(
+                other.column,
+                f"expected hosts or ptile after '{separator}', found {other.describe()}",
+            )
         return result
 
     def _integer(self) -> tuple[int, int | None]:

@@ -29,10 +29,16 @@ def validate(req: ResReq, resources: Mapping[str, ResourceDef]) -> None:
         if section == "select":
             if resource is None and name not in HOST_ATTRIBUTES:
                 raise ResReqError(column, f"unknown resource '{name}'")
+            if resource is not None and resource.shared:
+                raise ResReqError(
+                    column, f"shared resource '{name}' is not a host value: use rusage[]"
+                )
         elif section == "rusage":
             if resource is None:
                 raise ResReqError(column, f"unknown resource '{name}'")
             if resource.type != "numeric" or not (resource.consumable or resource.shared):
                 raise ResReqError(column, f"resource '{name}' is not consumable")
-        elif name != "slots" and (resource is None or resource.type != "numeric"):
+        elif name != "slots" and (
+            resource is None or resource.type != "numeric" or resource.shared
+        ):
             raise ResReqError(column, f"cannot order by '{name}'")
