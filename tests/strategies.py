@@ -300,7 +300,13 @@ class Model:
         for job, (placed, chosen) in world.running.items():
             self.start(job, placed, chosen)
 
-    def start(self, job: int, hosts: dict[str, int], pools: dict[str, str]) -> None:
+    def count_limits(self, job: int) -> None:
+        """Count a job against its limits only (a placement on virtual supply)."""
+        self.start(job, {}, {}, slots=self.world.jobs[job].n)
+
+    def start(
+        self, job: int, hosts: dict[str, int], pools: dict[str, str], slots: int | None = None
+    ) -> None:
         spec, req = self.world.jobs[job], self.world.reqs[job]
         for name, slots in hosts.items():
             self.used_slots[name] = self.used_slots.get(name, 0) + slots
@@ -308,13 +314,14 @@ class Model:
                 key = (name, res)
                 self.used_res[key] = self.used_res.get(key, 0.0) + amount * slots
         for res, amount in req.shared():
-            key = (res, pools[res])
-            self.pool_used[key] = self.pool_used.get(key, 0.0) + amount
+            if res in pools:
+                key = (res, pools[res])
+                self.pool_used[key] = self.pool_used.get(key, 0.0) + amount
         for index, limit in enumerate(self.world.config.limits):
             counter = limit_counter(limit, spec.user, spec.queue)
             if counter is not None:
                 c = self.limits.setdefault((index, counter), [0, 0])
-                c[0] += sum(hosts.values())
+                c[0] += sum(hosts.values()) if slots is None else slots
                 c[1] += 1
 
     # ------------------------------------------------------------------ queries

@@ -162,12 +162,15 @@ class CatalogPass:
         self.placed: list[Placed] = []
         # Per bucket: templates that can never hold it (static), and first-fit cursors.
         self._fits: dict[tuple[int, int], Failure | None] = {}
-        self._cursor: dict[tuple[int, int], int] = {}
+        # First-fit state is shared by buckets of one shape (slots, per-slot
+        # consumables, span): whether a host can take such a job does not depend on
+        # the queue, user or select.
+        self._cursor: dict[tuple[object, int], int] = {}
         self._trace_of: dict[int, list[int]] = {}  # id(bucket) -> trace indices
         self._usable: dict[int, list[TemplateSupply]] = {}  # id(bucket) -> templates
-        self._usable_fns: dict[int, Callable[[int], int]] = {}
+        self._usable_fns: dict[tuple[tuple[str, float], ...], Callable[[int], int]] = {}
         # (bucket, template) -> number of opened hosts that could not hold it
-        self._no_room: dict[tuple[int, int], int] = {}
+        self._no_room: dict[tuple[object, int], int] = {}
         self._limit_noted: set[tuple[int, str]] = set()
 
     # ------------------------------------------------------------------ driver
@@ -375,7 +378,7 @@ class CatalogPass:
 
     def _usable_fn(self, bucket: Bucket) -> Callable[[int], int]:
         """How many slots of this bucket fit on a host now (inlined for one consumable)."""
-        found = self._usable_fns.get(id(bucket))
+        found = self._usable_fns.get(bucket.per_slot)
         if found is not None:
             return found
         cap, per_slot = self.cap, bucket.per_slot
@@ -391,7 +394,7 @@ class CatalogPass:
         else:
             def found(i: int) -> int:
                 return cap.usable(i, per_slot)
-        self._usable_fns[id(bucket)] = found
+        self._usable_fns[bucket.per_slot] = found
         return found
 
     def _reaches_real(self, pool: PoolRecord, hosts: dict[int, int]) -> bool:
@@ -409,7 +412,8 @@ class CatalogPass:
         asks for nothing more."""
         bucket = s.bucket
         cap = self.cap
-        key = (id(bucket), supply.index)
+        shape = (bucket.n, bucket.per_slot, bucket.req.span_hosts, bucket.req.span_ptile)
+        key = (shape, supply.index)
         hosts_list = supply.hosts
         # Capacity only shrinks: hosts that could not hold this bucket still cannot
         # until the template opens more.
@@ -420,56 +424,72 @@ class CatalogPass:
             return _no_more_hosts(supply.template)
         limit = len(hosts_list)
         n = bucket.n
-        unit = self._unit(bucket)
+        ptile = bucket.req.span_ptile
+        # The pieces a job's span makes, each on its own host: the whole job for a
+        # single-host job; for span[ptile=N], N-slot pieces and the remainder. A job
+        # without span spreads slot by slot (no pieces).
+        if self._unit(bucket) == n:
+            pieces = [n]
+        elif ptile is not None:
+            full, rest = divmod(n, ptile)
+            pieces = [ptile] * full + ([rest] if rest else [])
+        else:
+            pieces = []
+        smallest = min(pieces) if pieces else 1
         usable = self._usable_fn(bucket)
         # First-fit fills hosts in order: hosts before the template's frontier are
-        # full; hosts before this bucket's cursor cannot take one unit of it.
+        # full; hosts before this shape's cursor cannot take its smallest piece.
         free_slots = cap.free_slots
         frontier = supply.frontier
         while frontier < len(hosts_list) and free_slots[hosts_list[frontier]] <= 0:
             frontier += 1
         supply.frontier = frontier
         cursor = max(self._cursor.get(key, 0), frontier)
-        while cursor < limit and usable(hosts_list[cursor]) < unit:
+        while cursor < limit and usable(hosts_list[cursor]) < smallest:
             cursor += 1
         self._cursor[key] = cursor
         chosen: dict[int, int] = {}
-        left = n
-        ptile = bucket.req.span_ptile
-        single = unit == n
-        for position in range(cursor, limit):
-            index = hosts_list[position]
-            room = usable(index)
-            if single:
-                if room >= n:
-                    chosen[index] = n
-                    left = 0
-                    break
-                continue
-            take = min(room, left) if ptile is None else min(ptile, left)
-            if take > 0 and room >= take:
-                chosen[index] = take
-                left -= take
-                if left == 0:
-                    break
+        unplaced: list[int] = []  # pieces no opened host can take
+        left = 0
+        if pieces:
+            for piece in pieces:
+                for position in range(cursor, limit):
+                    index = hosts_list[position]
+                    if index not in chosen and usable(index) >= piece:
+                        chosen[index] = piece
+                        break
+                else:
+                    unplaced.append(piece)
+                    left += piece
+        else:
+            left = n
+            for position in range(cursor, limit):
+                index = hosts_list[position]
+                take = min(usable(index), left)
+                if take > 0:
+                    chosen[index] = take
+                    left -= take
+                    if left == 0:
+                        break
         fresh: list[int] = []
         expected = 0
         if left > 0:
             self._no_room[key] = len(hosts_list)
             if not opening:
                 return None
-            per_host = n if single else (
-                self._empty_room(bucket, supply) if ptile is None else min(ptile, n)
-            )
-            count = math.ceil(left / per_host)
-            expected = min(count, supply.in_flight)
-            if count - expected > supply.allowance:
+            if pieces:
+                sizes = unplaced  # one more host for each piece
+            else:
+                per_host = self._empty_room(bucket, supply)
+                count = math.ceil(left / per_host)
+                sizes = [per_host] * (count - 1) + [left - per_host * (count - 1)]
+            expected = min(len(sizes), supply.in_flight)
+            if len(sizes) - expected > supply.allowance:
                 return _no_more_hosts(supply.template)
-            for _ in range(count):
+            for size in sizes:
                 index = self._open(supply)
                 fresh.append(index)
-                chosen[index] = min(per_host, left)
-                left -= chosen[index]
+                chosen[index] = size
         name = supply.template.name
         tokens = self._cover(
             bucket, lambda p: p.hosts is None or template_allowed(p.hosts, name)
