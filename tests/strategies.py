@@ -302,17 +302,21 @@ class Model:
 
     def count_limits(self, job: int) -> None:
         """Count a job against its limits only (a placement on virtual supply)."""
-        self.start(job, {}, {}, slots=self.world.jobs[job].n)
+        self.start(job, {}, {}, virtual_slots=self.world.jobs[job].n)
 
     def start(
-        self, job: int, hosts: dict[str, int], pools: dict[str, str], slots: int | None = None
+        self,
+        job: int,
+        hosts: dict[str, int],
+        pools: dict[str, str],
+        virtual_slots: int | None = None,
     ) -> None:
         spec, req = self.world.jobs[job], self.world.reqs[job]
-        for name, slots in hosts.items():
-            self.used_slots[name] = self.used_slots.get(name, 0) + slots
+        for name, on_host in hosts.items():
+            self.used_slots[name] = self.used_slots.get(name, 0) + on_host
             for res, amount in req.per_slot():
                 key = (name, res)
-                self.used_res[key] = self.used_res.get(key, 0.0) + amount * slots
+                self.used_res[key] = self.used_res.get(key, 0.0) + amount * on_host
         for res, amount in req.shared():
             if res in pools:
                 key = (res, pools[res])
@@ -321,7 +325,7 @@ class Model:
             counter = limit_counter(limit, spec.user, spec.queue)
             if counter is not None:
                 c = self.limits.setdefault((index, counter), [0, 0])
-                c[0] += sum(hosts.values()) if slots is None else slots
+                c[0] += sum(hosts.values()) if virtual_slots is None else virtual_slots
                 c[1] += 1
 
     # ------------------------------------------------------------------ queries

@@ -48,7 +48,12 @@ class TemplateSupply:
     )
 
     def __init__(
-        self, index: int, template: HostTemplate, in_flight: int, allowance: int
+        self,
+        index: int,
+        template: HostTemplate,
+        in_flight: int,
+        allowance: int,
+        virtual: tuple[HostRecord, dict[str, float]],
     ) -> None:
         self.index = index  # position in rank order
         self.template = template
@@ -62,13 +67,7 @@ class TemplateSupply:
         self.new = 0  # new hosts opened
 
         self.jobs: list[int] = []
-        self.empty = HostRecord(
-            -1, f"{template.name}:virtual", template.slots, template.type, template.model,
-            template.resources, template.name, "ok", 0,
-        )
-        self.resources = {
-            r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
-        }
+        self.empty, self.resources = virtual
 
 
 class TokenSupply:
@@ -148,8 +147,11 @@ class CatalogPass:
             allowance = template.max - state.template_alive(template.name) - in_flight
             if template.name in state.allowance:
                 allowance = min(allowance, state.allowance[template.name])
+            virtual = state.virtual.get(template.name)
+            if virtual is None:
+                virtual = state.virtual[template.name] = _virtual_host(template)
             self.templates.append(
-                TemplateSupply(position, template, in_flight, max(0, allowance))
+                TemplateSupply(position, template, in_flight, max(0, allowance), virtual)
             )
         self.tokens: dict[PoolRecord, TokenSupply] = {
             pool: TokenSupply(pool)
@@ -575,3 +577,15 @@ def _no_more_hosts(template: HostTemplate) -> Failure:
     return Failure(
         RESOURCE, "allowance", f"Template {template.name} allows no more hosts (max {template.max})"
     )
+
+
+def _virtual_host(template: HostTemplate) -> tuple[HostRecord, dict[str, float]]:
+    """The record every virtual host of a template shares, and its consumables."""
+    record = HostRecord(
+        -1, f"{template.name}:virtual", template.slots, template.type, template.model,
+        template.resources, template.name, "ok", 0,
+    )
+    resources = {
+        r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
+    }
+    return record, resources

@@ -98,6 +98,8 @@ class SchedulerState:
         self.cache: dict[object, object] = {}  # derived views, dropped when hosts change
         self.indexes: dict[object, HostIndex] = {}  # derived views kept up to date
         self.alive: dict[str, int] = {}  # template -> hosts of it present
+        # template -> the host record its virtual hosts share, and its consumables
+        self.virtual: dict[str, tuple[HostRecord, dict[str, float]]] = {}
         self._free_indices: list[int] = []  # indices of removed hosts, to reuse
         self.in_flight: dict[str, int] = {}  # template -> expected hosts not yet joined
         self.allowance: dict[str, int] = {}  # template -> runtime cap on new hosts
@@ -150,6 +152,7 @@ class SchedulerState:
         self.config = config
         self.queues = {q.name: q for q in config.queues}
         self._limit_refs_cache = {}
+        self.virtual = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
         self.provisioned, self.busy_slots, self.alive = {}, 0, {}
         self.idle_provisioned = {}

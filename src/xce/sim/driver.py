@@ -200,7 +200,7 @@ class Simulator:
 
     def _sample(self, result: SessionResult) -> None:
         state = self.state
-        closed = sum(1 for h in state.provisioned.values() if h.state == "closed")
+        closed = len(self.closed)
         used = sum(p.used for pools in state.pools.values() for p in pools if p.countable)
         self.metrics.series.add(
             time=result.now, pending=len(state.pending) + len(state.held),
