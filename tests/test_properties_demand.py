@@ -238,11 +238,11 @@ def first_fit(world: World, template: str, jobs: list[int]) -> tuple[int, int]:
     return len(hosts) - in_flight, len(used)
 
 
-# Found by the test below, minimised by hand: job 1 (2 slots) opens an aws.a host;
-# job 2 (5 slots, span[ptile=3]) needs a 3-slot piece on a new host and its 2-slot
-# remainder fits on the first host, so 2 hosts in all (the real pass indeed runs both
-# jobs on 2 delivered hosts). The catalog skips the first host for a 3-slot piece and
-# then opens 2 new hosts for 3 + 2: it requests 3.
+# Regression example, found by the test below (minimised by hand; fixed since): job 1
+# (2 slots) opens an aws.a host; job 2 (5 slots, span[ptile=3]) needs a 3-slot piece
+# on a new host and its 2-slot remainder fits on the first host, so 2 hosts in all
+# (the real pass indeed runs both jobs on 2 delivered hosts). The catalog skipped the
+# first host for a 3-slot piece, then opened 2 new hosts for 3 + 2: it requested 3.
 PTILE_REMAINDER_CATALOG = simple_world(
     ClusterConfig(
         hosts=(HostSpec("h01", 1),),
@@ -373,12 +373,13 @@ def test_delivered_demand_lets_its_jobs_run(world: World) -> None:
 # ----------------------------------------------------------------------------- 9
 
 
-# Found by the test below, minimised by hand. Session 1: job 1 (ARM64 only) opens an
-# aws.b host, job 2 (any type) joins it in round (b), job 3 (X86_64, 2 slots on one
-# host) opens an aws.a host: demand aws.a 1, aws.b 1. With those two hosts in
-# flight, round (a) puts job 2 on the in-flight host of aws.a (rank first), so job 3
-# no longer fits there and a new aws.a host is requested again (aws.b's in-flight
-# host keeps a free slot): count 1, not 0.
+# Regression example, found by the test below (minimised by hand; fixed since by
+# opening in-flight hosts where new ones would be opened). Session 1: job 1 (ARM64
+# only) opens an aws.b host, job 2 (any type) joins it, job 3 (X86_64, 2 slots on one
+# host) opens an aws.a host: demand aws.a 1, aws.b 1. With those two hosts in flight,
+# the former round "in-flight hosts of every template first" put job 2 on the
+# in-flight aws.a host (rank first), so job 3 no longer fitted there and a new aws.a
+# host was requested again (aws.b's in-flight host kept a free slot): count 1, not 0.
 IN_FLIGHT_SWITCH = simple_world(
     ClusterConfig(
         hosts=(HostSpec("h01", 1),),

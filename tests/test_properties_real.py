@@ -201,10 +201,10 @@ def check_pending_jobs_truly_did_not_fit(world: World) -> None:
             at_catalog.count_limits(job)  # placed on virtual supply
 
 
-# Found by the test below (minimised): the greedy span[ptile] placement skips h01
-# (most free slots first, but memory for 2 slots only, fewer than ptile=3), puts 3
-# slots on h02 and then has no host left for the last slot, although h02:3 + h01:1
-# is a valid placement.
+# Regression example, found by the test below (minimised; fixed since): the greedy
+# span[ptile] placement skipped h01 (most free slots first, but memory for 2 slots
+# only, fewer than ptile=3), put 3 slots on h02 and then had no host left for the
+# last slot, although h02:3 + h01:1 is a valid placement.
 PTILE_REMAINDER = simple_world(
     ClusterConfig(
         resources={"mem": ResourceDef("mem", "numeric", consumable=True)},
