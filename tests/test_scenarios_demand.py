@@ -728,3 +728,27 @@ def test_borrowed_tokens_given_to_jobs_this_session_are_not_idle(session):
     assert s.idle["resources"] == [{"resource": "vcs", "amount": 3}], (
         "job 1 takes 2 of the 5 borrowed tokens this session: 3 stay idle"
     )
+
+
+def test_a_limit_reached_by_virtual_placements_is_in_the_trace(session):
+    """Jobs placed on virtual supply count toward limits; a twin job that then meets
+    the user's limit pends for the limit, and its decision trace says so."""
+    s = session("""
+        now: 1000
+        cluster:
+          hosts:
+            - {name: h01, slots: 1}
+          limits:
+            - {name: one-job, users: each, jobs: 1}
+          catalog:
+            templates:
+              - {name: t, provider: aws, slots: 4, max: 5}
+        hosts:
+          - {name: h01, state: closed}
+        jobs:
+          - {ids: "1-3", user: alice, n: 1}
+    """)
+    assert s.demand["hosts"] == [host_entry("t", 1, 0, [1])]
+    limit = "The user has reached the limit one-job (1 jobs)"
+    assert s.reason(2) == limit and s.reason(3) == limit
+    assert any(e.check == "limit" and e.detail == limit for e in s.trace(3)), s.trace(3)

@@ -214,7 +214,9 @@ class CatalogPass:
                     results.append((s, [job], outcome))  # only this job's user or queue
                 elif not isinstance(outcome, Placed):
                     limited, rest = self.evaluator.split_limited(members[pos:], s.bucket.n)
-                    results.extend((s, [held], why) for held, why in limited)
+                    for held, why in limited:
+                        self._note_limit(s, held, why)
+                        results.append((s, [held], why))
                     results.append((s, rest, outcome))
                     pos = len(members)
                     break
@@ -228,6 +230,12 @@ class CatalogPass:
     def trace_indices(self, bucket: Bucket) -> list[int]:
         return self._trace_of.get(id(bucket), [])
 
+    def _note_limit(self, s: Settled, job: PendingJob, failure: Failure) -> None:
+        """Trace a limit reached by virtual placements, once per bucket and limit."""
+        if (id(s.bucket), failure.reason) not in self._limit_noted:
+            self._limit_noted.add((id(s.bucket), failure.reason))
+            self._note(s, job, "limit", failure.reason)
+
     def _note(self, s: Settled, job: PendingJob, check: str, detail: str) -> None:
         self.trace.append(TraceEntry(job.id, "catalog", check, detail))
         self._trace_of.setdefault(id(s.bucket), []).append(len(self.trace) - 1)
@@ -237,9 +245,7 @@ class CatalogPass:
         bucket = s.bucket
         failure = self.evaluator.limit_failure(job, bucket.n)
         if failure is not None:
-            if (id(bucket), failure.reason) not in self._limit_noted:
-                self._limit_noted.add((id(bucket), failure.reason))
-                self._note(s, job, "limit", failure.reason)
+            self._note_limit(s, job, failure)
             return failure
         if s.failure.check == "shared":
             placed = self._on_real_hosts(s, job)
