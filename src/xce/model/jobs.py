@@ -1,12 +1,8 @@
-"""Jobs as submitted, and their states."""
+"""Jobs as submitted."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
-
-JobState = Literal["PEND", "RUN", "DONE", "EXIT"]
 
 
 class JobSpec(msgspec.Struct, frozen=True):

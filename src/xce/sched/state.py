@@ -78,7 +78,6 @@ class SchedulerState:
         self.config = ClusterConfig()
         self.version = 0  # bumped by every event
         self.capacity_version = 0  # bumped by every event that may change what fits
-        self.hosts_version = 0  # bumped by host and config changes (eligibility caches)
         self.hosts: list[HostRecord | None] = []
         self.host_by_name: dict[str, HostRecord] = {}
         self.free_slots: list[int] = []
@@ -200,7 +199,6 @@ class SchedulerState:
 
     def _hosts_changed(self, host: HostRecord | None = None, present: bool = True) -> None:
         """Hosts changed: drop derived views, or update the incremental ones for `host`."""
-        self.hosts_version += 1
         self.cache.clear()
         if host is None:
             self.indexes.clear()
@@ -527,8 +525,5 @@ class SchedulerState:
         self._enqueue(run.spec, run.key, False)
 
     # ------------------------------------------------------------------ queries
-    def open_hosts(self) -> list[HostRecord]:
-        return [h for h in self.hosts if h is not None and h.is_open]
-
     def live_hosts(self) -> list[HostRecord]:
         return [h for h in self.hosts if h is not None]

@@ -95,7 +95,6 @@ class Simulator:
         self.in_flight: dict[str, int] = {t: 0 for t in self.templates}
         self.tokens_in_flight: dict[str, float] = {k: 0.0 for k in self.pools}
         self.borrowed: dict[str, float] = {k: 0.0 for k in self.pools}
-        self.tokens_used_hint: dict[str, float] = {}
         self.provisioned: dict[str, tuple[str, float]] = {}  # host -> (template, joined)
         self.used_hosts: set[str] = set()
         self.closed: set[str] = set()  # provisioned hosts drained, not yet released

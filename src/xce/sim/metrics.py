@@ -41,7 +41,6 @@ class Metrics:
     def __init__(self) -> None:
         self.submitted: dict[int, float] = {}  # job -> submit time
         self.started: dict[int, float] = {}  # job -> first start
-        self.run_time: dict[int, float] = {}
         self.slots: dict[int, int] = {}
         self.waits: list[float] = []
         self.bslds: list[float] = []
