@@ -167,12 +167,13 @@ class CatalogPass:
         # First-fit state is shared by buckets of one shape (slots, per-slot
         # consumables, span): whether a host can take such a job does not depend on
         # the queue, user or select.
-        self._cursor: dict[tuple[object, int], int] = {}
+        self._cursor: dict[tuple[tuple[tuple[str, float], ...], int, int], int] = {}
         self._trace_of: dict[int, list[int]] = {}  # id(bucket) -> trace indices
         self._usable: dict[int, list[TemplateSupply]] = {}  # id(bucket) -> templates
         self._usable_fns: dict[tuple[tuple[str, float], ...], Callable[[int], int]] = {}
         # (bucket, template) -> number of opened hosts that could not hold it
         self._no_room: dict[tuple[object, int], int] = {}
+        self._dead: set[tuple[object, int]] = set()  # (shape, template) that never fit
         self._limit_noted: set[tuple[int, str]] = set()
 
     # ------------------------------------------------------------------ driver
@@ -259,24 +260,29 @@ class CatalogPass:
             return self._why_not(s)
         n = bucket.n
         # Free slot totals are a cheap necessary condition: skip templates without them.
+        shape = _shape(bucket)
+        dead = self._dead
         for supply in usable:
-            if supply.free_total >= n:
+            if supply.free_total >= n and (shape, supply.index) not in dead:
                 outcome = self._on_template(s, job, supply, opening=False)
                 if isinstance(outcome, Placed):
                     return outcome
-        failures: list[Failure] = []
+        failures: list[Failure | HostTemplate] = []  # a template: it allows no more hosts
         for supply in usable:
-            if supply.allowance == 0 and supply.in_flight == 0 and supply.free_total < n:
-                failures.append(_no_more_hosts(supply.template))
+            if (shape, supply.index) in dead or (
+                supply.allowance == 0 and supply.in_flight == 0 and supply.free_total < n
+            ):
+                failures.append(supply.template)
                 continue
             outcome = self._on_template(s, job, supply, opening=True)
             if isinstance(outcome, Placed):
                 return outcome
             assert isinstance(outcome, Failure)  # opening hosts places or says why not
             failures.append(outcome)
-        for failed in failures:
+        reasons = [f if isinstance(f, Failure) else _no_more_hosts(f) for f in failures]
+        for failed in reasons:
             self._note(s, job, failed.check, failed.detail)
-        return failures[0]
+        return reasons[0]
 
     def _why_not(self, s: Settled) -> Outcome:
         """No template can take this bucket: say why, or keep the real reason when the
@@ -420,8 +426,7 @@ class CatalogPass:
         asks for nothing more."""
         bucket = s.bucket
         cap = self.cap
-        shape = (bucket.n, bucket.per_slot, bucket.req.span_hosts, bucket.req.span_ptile)
-        key = (shape, supply.index)
+        key = (_shape(bucket), supply.index)
         hosts_list = supply.hosts
         # Capacity only shrinks: hosts that could not hold this bucket still cannot
         # until the template opens more.
@@ -429,6 +434,7 @@ class CatalogPass:
         if known_full and not opening:
             return None
         if known_full and supply.allowance == 0 and supply.in_flight == 0:
+            self._dead.add(key)  # for the rest of the session: capacity only shrinks
             return _no_more_hosts(supply.template)
         limit = len(hosts_list)
         n = bucket.n
@@ -452,10 +458,13 @@ class CatalogPass:
         while frontier < len(hosts_list) and free_slots[hosts_list[frontier]] <= 0:
             frontier += 1
         supply.frontier = frontier
-        cursor = max(self._cursor.get(key, 0), frontier)
+        # Whether a host can take `smallest` slots depends only on the per-slot
+        # consumables: every shape with the same ones shares the cursor.
+        cursor_key = (bucket.per_slot, smallest, supply.index)
+        cursor = max(self._cursor.get(cursor_key, 0), frontier)
         while cursor < limit and usable(hosts_list[cursor]) < smallest:
             cursor += 1
-        self._cursor[key] = cursor
+        self._cursor[cursor_key] = cursor
         chosen: dict[int, int] = {}
         unplaced: list[int] = []  # pieces no opened host can take
         left = 0
@@ -595,3 +604,9 @@ def _virtual_host(template: HostTemplate) -> tuple[HostRecord, dict[str, float]]
         r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
     }
     return record, resources
+
+
+def _shape(bucket: Bucket) -> tuple[object, ...]:
+    """What decides whether a virtual host can take a bucket's job: slots, per-slot
+    consumables and span (not the queue, user or select)."""
+    return (bucket.n, bucket.per_slot, bucket.req.span_hosts, bucket.req.span_ptile)
