@@ -87,6 +87,7 @@ class SqliteStore:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._lock = threading.Lock()
+        self._closed = False
         self._encoder = msgspec.msgpack.Encoder()
         self._decoder = msgspec.msgpack.Decoder(Event)
         self._list_decoder = msgspec.msgpack.Decoder(list[Event])
@@ -111,12 +112,11 @@ class SqliteStore:
         tables = {
             row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")
         }
-        if app_id != APPLICATION_ID:
-            if app_id != 0 or tables:
-                raise StoreError(
-                    f"{self.path}: not an XCE store (a foreign SQLite database: "
-                    f"application_id {app_id}, tables {sorted(tables)})"
-                )
+        if app_id != APPLICATION_ID and (app_id != 0 or tables):
+            raise StoreError(
+                f"{self.path}: not an XCE store (a foreign SQLite database: "
+                f"application_id {app_id}, tables {sorted(tables)})"
+            )
         mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreError(f"{self.path}: cannot use WAL mode (journal_mode is {mode})")
@@ -241,8 +241,6 @@ class SqliteStore:
             raise StoreError(f"{self.path}: the store is closed")
         return self._db
 
-    _closed = False
-
     def close(self) -> None:
         with self._lock:
             if not self._closed:
@@ -273,15 +271,14 @@ class GroupCommitter:
     `submit` blocks until its facts are durable and returns the seq of its last fact.
     The first caller to find no commit in flight becomes the leader: it waits `window`
     seconds (default 0: commits at once), takes every submission queued by then, and
-    writes them in ONE transaction; submissions that arrive during that commit form
-    the next group. Submissions of one thread keep their order; a failed commit
+    writes them all in ONE transaction; submissions that arrive during that commit
+    form the next group. Submissions of one thread keep their order; a failed commit
     raises its error in every caller of its group. `commits` and `facts` count the
-    transactions and facts written."""
+    transactions and the facts written."""
 
-    def __init__(self, store: Store, window: float = 0.0, max_batch: int = 10_000) -> None:
+    def __init__(self, store: Store, window: float = 0.0) -> None:
         self.store = store
         self.window = window
-        self.max_batch = max_batch
         self.commits = 0
         self.facts = 0
         self._cond = threading.Condition()
@@ -296,13 +293,12 @@ class GroupCommitter:
                 self._cond.wait()
             if mine.done:
                 return self._result(mine)
-            self._committing = True  # this thread leads the next group
+            self._committing = True  # this caller leads the next group
         try:
             if self.window > 0:
                 _time.sleep(self.window)
             with self._cond:
-                group = self._queue[: self.max_batch]
-                del self._queue[: self.max_batch]
+                group, self._queue = self._queue, []  # `mine` among them
             try:
                 seqs = self.store.append_batches([(p.time, p.events) for p in group])
             except BaseException as err:
@@ -311,29 +307,16 @@ class GroupCommitter:
             else:
                 for pending, seq in zip(group, seqs, strict=True):
                     pending.seq = seq
-            with self._cond:
-                if any(p.error is None for p in group):
+                with self._cond:
                     self.commits += 1
                     self.facts += sum(len(p.events) for p in group)
-                for pending in group:
-                    pending.done = True
+            for pending in group:
+                pending.done = True
         finally:
             with self._cond:
                 self._committing = False
                 self._cond.notify_all()
-        if not mine.done:  # max_batch left this caller for the next group
-            return self.submit_queued(mine)
         return self._result(mine)
-
-    def submit_queued(self, mine: _Pending) -> int:
-        """Wait for (or lead) the commit of a submission already queued."""
-        with self._cond:
-            while not mine.done and self._committing:
-                self._cond.wait()
-            if mine.done:
-                return self._result(mine)
-            self._queue.remove(mine)
-        return self.submit(mine.time, mine.events)
 
     @staticmethod
     def _result(pending: _Pending) -> int:
