@@ -4,7 +4,7 @@ A *fact* is one scheduler event (`xce.model.events.Event`) with a sequence numbe
 the time it happened. Facts are appended in transactions: when `append` returns, its
 facts are durable (the SQLite commit is fsync'd: WAL mode, `synchronous=FULL`), and
 either all of them are in the log or, after a crash, none. A *snapshot* is the state
-as of some seq, compacted into the events that rebuild it (`snapshot_events`);
+as of some seq, compacted into the events that rebuild it (`xce.sched.rebuild.state_events`);
 `recover` applies the latest snapshot and then every fact after it.
 
 Encoding: each fact body is the msgpack encoding of its event (msgspec, tagged by
@@ -27,6 +27,7 @@ from typing import Protocol
 import msgspec
 
 from xce.model.events import Event
+from xce.sched.rebuild import state_events
 from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
 
 APPLICATION_ID = 0x58434531  # "XCE1" in the SQLite header
@@ -325,17 +326,9 @@ class GroupCommitter:
         return pending.seq
 
 
-def snapshot_events(state: SchedulerState) -> list[Event]:
-    """Events that rebuild `state` on a fresh SchedulerState (the simulator's
-    `state_events`, imported lazily: `xce.sim` loads plotting libraries)."""
-    from xce.sim.repl import state_events
-
-    return state_events(state)
-
-
 def take_snapshot(store: Store, state: SchedulerState, seq: int) -> None:
     """Write `state`, which reflects every fact up to `seq`, as a snapshot."""
-    store.write_snapshot(seq, snapshot_events(state))
+    store.write_snapshot(seq, state_events(state))
 
 
 def recover(store: Store) -> tuple[SchedulerState, int]:

@@ -1,0 +1,106 @@
+"""Events that rebuild a scheduler state: for recordings that start mid-run and
+for snapshots of the controller's durable log. Pure: reads a state, returns events."""
+
+from __future__ import annotations
+
+from xce.model.events import (
+    ConfigLoaded,
+    Event,
+    HostAdded,
+    HostRemoved,
+    HostStateChanged,
+    JobHeld,
+    JobStarted,
+    JobSubmitted,
+    SharedTotalChanged,
+    SupplyChanged,
+)
+from xce.sched.state import SchedulerState
+
+
+def state_events(state: SchedulerState) -> list[Event]:
+    """Events that rebuild `state` on a fresh SchedulerState: its configuration, the
+    hosts that are not static (with state, join time and idle time), static hosts that
+    changed, running jobs (submitted, then started where they run), queued jobs in
+    scheduling order, and the supply facts (hosts and tokens in flight, borrowed
+    tokens, headroom, allowances, pool totals).
+
+    What events cannot rebuild is the recent history of borrowed tokens of a
+    countable pool (which decides when borrowed tokens count as idle): `recordable`
+    says whether that matters now."""
+    config = state.config
+    events: list[Event] = [ConfigLoaded(config=config)]
+    static = {h.name for h in config.hosts}
+    for host in state.hosts:
+        if host is None:
+            continue
+        if host.template is None and host.name in static:
+            if host.state != "ok":
+                events.append(HostStateChanged(name=host.name, state=host.state,
+                                               time=host.joined))
+            continue
+        events.append(
+            HostAdded(
+                name=host.name, slots=host.slots, type=host.type, model=host.model,
+                resources=dict(host.resources), template=host.template, state=host.state,
+                time=host.joined, idle_since=host.idle_since,
+            )
+        )
+    events.extend(HostRemoved(name=name) for name in sorted(static - set(state.host_by_name)))
+    for run in sorted(state.running.values(), key=lambda r: (r.start, r.key)):
+        events.append(JobSubmitted(job=run.spec))
+        if run.spec.hold:
+            events.append(JobHeld(job=run.spec.id, held=False))
+        hosts: dict[str, int] = {}
+        for index, slots in run.hosts.items():
+            host = state.hosts[index]
+            assert host is not None  # a host that runs jobs cannot be removed
+            hosts[host.name] = slots
+        pools = {res: pool.name for res, pool in run.pools.items()}
+        events.append(JobStarted(job=run.spec.id, hosts=hosts, time=run.start, pools=pools))
+    queued = sorted([*state.pending.values(), *state.held.values()], key=lambda j: j.key)
+    for job in queued:
+        events.append(JobSubmitted(job=job.spec))
+        held = job.bucket is None
+        if held != job.spec.hold:
+            events.append(JobHeld(job=job.id, held=held))
+    configured = {(p.resource, p.pool): p.total for pools in config.shared.values()
+                  for p in pools}
+    tokens_in_flight: dict[str, float] = {}
+    borrowed: dict[str, float] = {}
+    headroom: dict[str, float] = {}
+    for resource, records in state.pools.items():
+        for record in records:
+            if record.base != configured.get((resource, record.name), record.base):
+                events.append(SharedTotalChanged(resource=resource, total=record.base,
+                                                 pool="" if len(records) == 1 else record.name))
+            if record.tokens_in_flight:
+                tokens_in_flight[record.label] = record.tokens_in_flight
+            if record.borrowed:
+                borrowed[record.label] = record.borrowed
+            if record.headroom is not None:
+                headroom[record.label] = record.headroom
+    in_flight = {name: count for name, count in state.in_flight.items() if count}
+    if in_flight or tokens_in_flight or borrowed or headroom or state.allowance:
+        events.append(
+            SupplyChanged(
+                in_flight=in_flight, tokens_in_flight=tokens_in_flight, borrowed=borrowed,
+                headroom=headroom, allowance=dict(state.allowance),
+            )
+        )
+    return events
+
+
+def recordable(state: SchedulerState) -> str | None:
+    """Why a recording cannot start now (None: it can). A countable pool that holds
+    borrowed tokens keeps a history of use within its idle time; events cannot
+    rebuild it, so a replay would report different idle tokens."""
+    for records in state.pools.values():
+        for record in records:
+            if record.countable is not None and record.borrowed > 0:
+                return (
+                    f"pool {record.label} holds {record.borrowed:g} borrowed tokens, whose "
+                    "recent use cannot be rebuilt from events (a replay would diverge); "
+                    "start the recording when no tokens are borrowed"
+                )
+    return None
