@@ -40,6 +40,7 @@ from xce.model.events import (
     JobRequeued,
     JobStarted,
     JobSubmitted,
+    PoolHistoryRestored,
     SharedTotalChanged,
     SupplyChanged,
 )
@@ -81,6 +82,7 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
         SupplyChanged(in_flight={"aws.c5": 2}, tokens_in_flight={"vcs": 1.0},
                       borrowed={"hspice/cloud": 4.0}, headroom={"vcs": 3.0},
                       allowance={"aws.r5": -1}, time=10.0),
+        PoolHistoryRestored(pool="vcs", history=[(0.0, 0.0, 0.0), (10.0, 2.0, 4.0)]),
     ]
 
 
@@ -115,13 +117,14 @@ def test_reopen_keeps_everything_and_seqs_keep_increasing(
         with SqliteStore(path) as store:
             seqs.append(store.append(float(round_), events))
             store.write_snapshot(seqs[-1], events[:1])
-    assert seqs == [12, 24, 36]
+    k = len(events)
+    assert seqs == [k, 2 * k, 3 * k]
     store = SqliteStore(path)
     facts = list(store.read())
-    assert [f.seq for f in facts] == list(range(1, 37))
+    assert [f.seq for f in facts] == list(range(1, 3 * k + 1))
     assert [f.event for f in facts] == events * 3
-    assert store.latest_snapshot() == (36, events[:1])
-    assert store.append(9.0, [JobKilled(job=1)]) == 37
+    assert store.latest_snapshot() == (3 * k, events[:1])
+    assert store.append(9.0, [JobKilled(job=1)]) == 3 * k + 1
     store.close()
     with pytest.raises(StoreError, match="closed"):
         store.append(9.0, [JobKilled(job=1)])

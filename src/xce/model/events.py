@@ -97,6 +97,15 @@ class SupplyChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     time: float = 0
 
 
+class PoolHistoryRestored(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """The recent use of a countable pool, as (time, used, borrowed) snapshots: part
+    of the events that rebuild a state (snapshots, recordings started mid-run), so
+    that idle borrowed tokens are judged on the same history."""
+
+    pool: str  # "vcs" or "hspice/cloud"
+    history: list[tuple[float, float, float]]
+
+
 Event = (
     ConfigLoaded
     | JobSubmitted
@@ -110,4 +119,5 @@ Event = (
     | HostRemoved
     | SharedTotalChanged
     | SupplyChanged
+    | PoolHistoryRestored
 )

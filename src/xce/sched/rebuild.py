@@ -12,6 +12,7 @@ from xce.model.events import (
     JobHeld,
     JobStarted,
     JobSubmitted,
+    PoolHistoryRestored,
     SharedTotalChanged,
     SupplyChanged,
 )
@@ -25,9 +26,8 @@ def state_events(state: SchedulerState) -> list[Event]:
     scheduling order, and the supply facts (hosts and tokens in flight, borrowed
     tokens, headroom, allowances, pool totals).
 
-    What events cannot rebuild is the recent history of borrowed tokens of a
-    countable pool (which decides when borrowed tokens count as idle): `recordable`
-    says whether that matters now."""
+    Last, the recent use history of countable pools (which decides when borrowed
+    tokens count as idle) is restored as it was."""
     config = state.config
     events: list[Event] = [ConfigLoaded(config=config)]
     static = {h.name for h in config.hosts}
@@ -88,19 +88,10 @@ def state_events(state: SchedulerState) -> list[Event]:
                 headroom=headroom, allowance=dict(state.allowance),
             )
         )
-    return events
-
-
-def recordable(state: SchedulerState) -> str | None:
-    """Why a recording cannot start now (None: it can). A countable pool that holds
-    borrowed tokens keeps a history of use within its idle time; events cannot
-    rebuild it, so a replay would report different idle tokens."""
     for records in state.pools.values():
         for record in records:
-            if record.countable is not None and record.borrowed > 0:
-                return (
-                    f"pool {record.label} holds {record.borrowed:g} borrowed tokens, whose "
-                    "recent use cannot be rebuilt from events (a replay would diverge); "
-                    "start the recording when no tokens are borrowed"
+            if record.countable is not None:
+                events.append(
+                    PoolHistoryRestored(pool=record.label, history=list(record.history))
                 )
-    return None
+    return events

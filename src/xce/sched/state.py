@@ -22,6 +22,7 @@ from xce.model.events import (
     JobRequeued,
     JobStarted,
     JobSubmitted,
+    PoolHistoryRestored,
     SharedTotalChanged,
     SupplyChanged,
 )
@@ -130,6 +131,9 @@ class SchedulerState:
                 self._pool(resource, pool).base = total
             case SupplyChanged():
                 self._supply(event)
+            case PoolHistoryRestored(pool=key, history=history):
+                if history:
+                    self.pool_by_key(key).history = [(t, u, b) for t, u, b in history]
             case ConfigLoaded(config=config):
                 self._load_config(config)
         self.version += 1

@@ -40,7 +40,7 @@ from xce.policy import (
     ReturnTokens,
     SetAllowance,
 )
-from xce.sched.rebuild import recordable, state_events
+from xce.sched.rebuild import state_events
 from xce.sim.driver import Simulator
 from xce.sim.recording import Recorder
 from xce.sim.report import format_value, write_report
@@ -613,9 +613,6 @@ class Repl:
             return
         if self.recorder is not None or self.sim.recorder is not None:
             raise ReplError(f"already recording to {self.recording} (record stop first)")
-        why_not = recordable(self.sim.state)
-        if why_not is not None:
-            raise ReplError(f"cannot start a recording now: {why_not}")
         path = Path(args[0])
         events = state_events(self.sim.state)
         recorder = Recorder(path)
