@@ -171,7 +171,7 @@ class CatalogPass:
         self._trace_of: dict[int, list[int]] = {}  # id(bucket) -> trace indices
         self._usable: dict[int, list[TemplateSupply]] = {}  # id(bucket) -> templates
         self._usable_fns: dict[tuple[tuple[str, float], ...], Callable[[int], int]] = {}
-        # (bucket, template) -> number of opened hosts that could not hold it
+        # (shape, template) -> number of opened hosts that could not hold that shape
         self._no_room: dict[tuple[object, int], int] = {}
         self._dead: set[tuple[object, int]] = set()  # (shape, template) that never fit
         self._limit_noted: set[tuple[int, str]] = set()
