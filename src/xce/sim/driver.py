@@ -171,7 +171,16 @@ class Simulator:
         del self._run_gen[job]
         self._apply(JobFinished(job=job, time=self.now))
         self.metrics.finish(job, self.now)
-        self._dirty()
+        self._freed()
+
+    def _freed(self) -> None:
+        """Capacity was freed: it matters only to jobs waiting for it. With none
+        waiting, a session could decide nothing (no dispatch, no demand; idle supply
+        falls due on its own timer), so none is run; the timer covers the idle host."""
+        if self.state.pending:
+            self._dirty()
+        else:
+            self._schedule_timer()
 
     # ------------------------------------------------------------------ sessions
     def _session(self, tick: float) -> None:
@@ -343,7 +352,7 @@ class Simulator:
         if host not in self.used_hosts:
             self.metrics.hosts_never_used += 1
         self.providers[self.templates[template].provider].released()
-        self._dirty()
+        self._freed()
 
     def _request_tokens(self, key: str, amount: float) -> None:
         pool = self.pools.get(key)
