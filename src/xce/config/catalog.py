@@ -55,10 +55,7 @@ def _read_templates(
     names: set[str] = set()
     for item, item_place in as_list(value, place):
         entry = MapReader(item, item_place, _TEMPLATE_KEYS)
-        name = entry.text("name")
-        if name in names:
-            entry.value_place("name").fail(f"duplicate template {name!r}")
-        names.add(name)
+        name = entry.unique_text("name", names, "template")
         provider = entry.text("provider")
         slots = entry.integer("slots", minimum=1)
         host_type = entry.text("type", "X86_64")

@@ -157,6 +157,14 @@ class MapReader:
             return None
         return self.number(key, minimum=minimum)
 
+    def unique_text(self, key: str, seen: set[str], what: str) -> str:
+        """A required name that no earlier entry of the list used (`seen` collects them)."""
+        name = self.text(key)
+        if name in seen:
+            self.value_place(key).fail(f"duplicate {what} {name!r}")
+        seen.add(name)
+        return name
+
     def flag(self, key: str, default: bool) -> bool:
         """A boolean value (true/false)."""
         if key not in self.mapping:

@@ -18,10 +18,7 @@ def read_limits(value: object, place: Place, queue_names: Collection[str]) -> tu
     names: set[str] = set()
     for item, item_place in as_list(value, place):
         entry = MapReader(item, item_place, _LIMIT_KEYS)
-        name = entry.text("name")
-        if name in names:
-            entry.value_place("name").fail(f"duplicate limit {name!r}")
-        names.add(name)
+        name = entry.unique_text("name", names, "limit")
         slots = entry.optional_integer("slots", minimum=0)
         jobs = entry.optional_integer("jobs", minimum=0)
         if slots is None and jobs is None:

@@ -20,10 +20,7 @@ def read_queues(value: object, place: Place, static_hosts: Collection[str]) -> t
     names: set[str] = set()
     for item, item_place in items:
         entry = MapReader(item, item_place, _QUEUE_KEYS)
-        name = entry.text("name")
-        if name in names:
-            entry.value_place("name").fail(f"duplicate queue {name!r}")
-        names.add(name)
+        name = entry.unique_text("name", names, "queue")
         priority = entry.integer("priority", 0)
         hosts = None
         if "hosts" in entry:

@@ -58,10 +58,7 @@ def _read_pools(
     names: set[str] = set()
     for item, item_place in items:
         entry = MapReader(item, item_place, _POOL_KEYS)
-        name = entry.text("pool")
-        if name in names:
-            entry.value_place("pool").fail(f"duplicate pool {name!r}")
-        names.add(name)
+        name = entry.unique_text("pool", names, "pool")
         total = entry.number("total", minimum=0)
         hosts = None
         if "hosts" in entry:
