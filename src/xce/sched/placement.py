@@ -8,8 +8,6 @@ from xce.resreq import OrderKey
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.hosts import HostRecord
 
-HostKey = Callable[[int], tuple[float | str, ...]]
-
 
 class Room:
     """How many slots of one per-slot shape each candidate host can take now."""
@@ -38,15 +36,35 @@ class Room:
         self.most = max(self.usable, default=0)
 
 
-def host_key(cap: Capacity, order: tuple[OrderKey, ...]) -> HostKey:
-    """Preference of a host, smaller first. Default (no `order[]`): the most free
+class HostOrder:
+    """Preference of hosts, smaller first. Default (no `order[]`): the most free
     slots, then name. `order[r]` puts the most free (or largest) `r` first,
     `order[-r]` the least; ties by name."""
-    free_slots, hosts = cap.free_slots, cap.hosts
-    if not order:
-        return lambda i: (-free_slots[i], _name(hosts[i]))
-    getters = [_getter(cap, key) for key in order]
-    return lambda i: (*(g(i) for g in getters), _name(hosts[i]))
+
+    __slots__ = ("_free_slots", "_getters", "_hosts")
+
+    def __init__(self, cap: Capacity, order: tuple[OrderKey, ...]) -> None:
+        self._free_slots = cap.free_slots
+        self._hosts = cap.hosts
+        self._getters = [_getter(cap, key) for key in order]
+
+    def __call__(self, i: int) -> tuple[float | str, ...]:
+        if not self._getters:
+            return (-self._free_slots[i], _name(self._hosts[i]))
+        return (*(g(i) for g in self._getters), _name(self._hosts[i]))
+
+    def keys(self, indices: list[int]) -> list[tuple[float | str, ...]]:
+        """The keys of many hosts (the default order built column by column)."""
+        if self._getters:
+            return [self(i) for i in indices]
+        free, hosts = self._free_slots, self._hosts
+        return list(zip([-free[i] for i in indices], [_name(hosts[i]) for i in indices],
+                        strict=True))
+
+
+def host_key(cap: Capacity, order: tuple[OrderKey, ...]) -> HostOrder:
+    """The host preference of a requirement's `order[]` on this capacity."""
+    return HostOrder(cap, order)
 
 
 def _name(host: HostRecord | None) -> str:
@@ -77,25 +95,20 @@ def single_host(n: int, span_hosts: int | None, ptile: int | None) -> bool:
 
 
 def place(
-    room: Room, n: int, span_hosts: int | None, ptile: int | None, key: HostKey
+    room: Room, n: int, span_hosts: int | None, ptile: int | None, key: HostOrder
 ) -> dict[int, int] | None:
     """A placement {host index: slots} for `n` slots, or None if none fits."""
     if single_host(n, span_hosts, ptile):
         if room.most < n:
             return None
-        best = -1
-        best_key: tuple[float | str, ...] = ()
-        for index, usable in zip(room.cands, room.usable, strict=True):
-            if usable >= n:
-                k = key(index)
-                if best < 0 or k < best_key:
-                    best, best_key = index, k
+        fits = [i for i, u in zip(room.cands, room.usable, strict=True) if u >= n]
+        best = min(zip(key.keys(fits), fits, strict=True))[1]
         return {best: n}
     if room.total < n:
         return None
-    ranked = sorted(
-        (key(i), i, u) for i, u in zip(room.cands, room.usable, strict=True) if u > 0
-    )
+    indices = [i for i, u in zip(room.cands, room.usable, strict=True) if u > 0]
+    rooms = [u for u in room.usable if u > 0]
+    ranked = sorted(zip(key.keys(indices), indices, rooms, strict=True))
     if ptile is not None:
         return _place_ptile(ranked, n, ptile)
     placement: dict[int, int] = {}

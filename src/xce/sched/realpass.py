@@ -15,7 +15,7 @@ from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import eligible, reach
 from xce.sched.limits import limit_reason
-from xce.sched.placement import HostKey, Room, host_key, place, shortfall, single_host
+from xce.sched.placement import HostOrder, Room, host_key, place, shortfall, single_host
 from xce.sched.pools import PoolRecord
 from xce.sched.reasons import LIMIT, RESOURCE, no_host, none_open, short_shared
 from xce.sched.state import SchedulerState
@@ -56,12 +56,12 @@ class Evaluator:
     def __init__(self, state: SchedulerState, cap: Capacity) -> None:
         self.state = state
         self.cap = cap
-        self._keys: dict[int, HostKey] = {}
+        self._keys: dict[int, HostOrder] = {}
         # Views derived from the capacity, valid until the next reservation.
         self._cands: dict[int, tuple[int, list[int]]] = {}
         self._rooms: dict[tuple[int, tuple[tuple[str, float], ...]], tuple[int, Room]] = {}
 
-    def key_for(self, bucket: Bucket) -> HostKey:
+    def key_for(self, bucket: Bucket) -> HostOrder:
         found = self._keys.get(id(bucket))
         if found is None:
             found = self._keys[id(bucket)] = host_key(self.cap, bucket.req.order)
