@@ -167,16 +167,7 @@ class SessionResult:
             "dispatch": [{"job": d.job, "hosts": d.hosts} for d in self.dispatch],
             "pending": [{"job": j, "reason": r} for j, r in self.pending_in_order()],
             "demand": demand_json(self.demand),
-            "idle": {
-                "hosts": [
-                    {"host": h.host, "template": h.template, "idle_for": number(h.idle_for)}
-                    for h in self.idle.hosts
-                ],
-                "resources": [
-                    {"resource": r.resource, "amount": number(r.amount)}
-                    for r in self.idle.resources
-                ],
-            },
+            "idle": idle_json(self.idle),
             "stats": {
                 "pending": self.stats.pending,
                 "real_pass_ms": round(self.stats.real_pass_ms, 3),
@@ -189,6 +180,17 @@ class SessionResult:
 def number(value: float) -> float | int:
     """Whole amounts print as integers, as in FORMATS.md."""
     return int(value) if float(value).is_integer() else value
+
+
+def idle_json(idle: Idle) -> dict[str, Any]:
+    """Idle supply as FORMATS.md shows it."""
+    return {
+        "hosts": [
+            {"host": h.host, "template": h.template, "idle_for": number(h.idle_for)}
+            for h in idle.hosts
+        ],
+        "resources": [{"resource": r.resource, "amount": number(r.amount)} for r in idle.resources],
+    }
 
 
 def demand_json(demand: Demand) -> dict[str, Any]:

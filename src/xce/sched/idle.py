@@ -11,7 +11,7 @@ from xce.sched.state import SchedulerState
 def idle_supply(state: SchedulerState, now: float, busy: set[str], cap: Capacity) -> Idle:
     """Reclaim candidates at `now`; `busy` names hosts given work this session."""
     catalog = state.config.catalog
-    templates = state.templates_by_name()
+    templates = state.templates
     hosts: list[IdleHost] = []
     for host in state.idle_provisioned.values():
         if host.template is None or not host.is_open:

@@ -14,6 +14,7 @@ from xce.model.result import Dispatch, SortKey, TraceEntry
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import eligible, reach
+from xce.sched.hosts import HostRecord
 from xce.sched.limits import limit_reason
 from xce.sched.placement import HostOrder, Room, host_key, place, shortfall, single_host
 from xce.sched.pools import PoolRecord
@@ -337,12 +338,7 @@ class RealPass:
     ) -> None:
         self.cap.take(hosts, bucket.per_slot, pools, job.limit_refs)
         host_at = self.cap.hosts
-        names = {}
-        for index, slots in hosts.items():
-            host = host_at[index]
-            assert host is not None
-            names[host.name] = slots
-        names = dict(sorted(names.items()))
+        names = dict(sorted((_name_of(host_at[i]), slots) for i, slots in hosts.items()))
         self.dispatch.append(
             Dispatch(job=job.id, hosts=names, pools={p.resource: p.name for p in pools})
         )
@@ -368,3 +364,8 @@ class RealPass:
         if rest:
             self.trace.append(TraceEntry(rest[0].id, "real", failure.check, failure.detail))
             self.settled.append(Settled(bucket, rest, failure, len(self.trace) - 1))
+
+
+def _name_of(host: HostRecord | None) -> str:
+    assert host is not None  # a placement only names hosts that exist
+    return host.name

@@ -89,13 +89,13 @@ class SchedulerState:
         self.busy_slots = 0  # slots held by running jobs
         self.pools: dict[str, list[PoolRecord]] = {}
         self.queues: dict[str, Queue] = {}
+        self.templates: dict[str, HostTemplate] = {}
         self.limit_used: list[dict[tuple[str, str], list[int]]] = []  # [slots, jobs]
         self._limit_refs_cache: dict[tuple[str, str], tuple[LimitRef, ...]] = {}
         self.pending: dict[int, PendingJob] = {}
         self.held: dict[int, PendingJob] = {}
         self.buckets: dict[BucketKey, Bucket] = {}
         self.running: dict[int, RunningJob] = {}
-        self.cache: dict[object, object] = {}  # derived views, dropped when hosts change
         self.indexes: dict[object, HostIndex] = {}  # derived views kept up to date
         self.alive: dict[str, int] = {}  # template -> hosts of it present
         # template -> the host record its virtual hosts share, and its consumables
@@ -154,6 +154,7 @@ class SchedulerState:
         )
         self.config = config
         self.queues = {q.name: q for q in config.queues}
+        self.templates = {t.name: t for t in config.catalog.templates}
         self._limit_refs_cache = {}
         self.virtual = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
@@ -202,8 +203,7 @@ class SchedulerState:
         self._hosts_changed()
 
     def _hosts_changed(self, host: HostRecord | None = None, present: bool = True) -> None:
-        """Hosts changed: drop derived views, or update the incremental ones for `host`."""
-        self.cache.clear()
+        """Hosts changed: drop the derived views, or update them for `host`."""
         if host is None:
             self.indexes.clear()
         else:
@@ -263,7 +263,7 @@ class SchedulerState:
 
     def _add_host(self, event: HostAdded) -> None:
         template = event.template
-        if template is not None and template not in self.templates_by_name():
+        if template is not None and template not in self.templates:
             raise SchedulerInputError(f"host '{event.name}': unknown template '{template}'")
         host = self._add_host_record(
             event.name, event.slots, event.type, event.model, event.resources,
@@ -273,8 +273,6 @@ class SchedulerState:
             host.idle_since = event.idle_since
         self._hosts_changed(host)
 
-    def templates_by_name(self) -> dict[str, HostTemplate]:
-        return {t.name: t for t in self.config.catalog.templates}
 
     def _set_host_state(self, host: HostRecord, state: str) -> None:
         host.state = state
@@ -325,7 +323,7 @@ class SchedulerState:
         return self._pool(resource, pool)
 
     def _supply(self, event: SupplyChanged) -> None:
-        templates = self.templates_by_name()
+        templates = self.templates
         for name in [*event.in_flight, *event.allowance]:
             if name not in templates:
                 raise SchedulerInputError(f"unknown template '{name}'")

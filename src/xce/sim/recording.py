@@ -20,7 +20,7 @@ from typing import IO, Any, cast
 import msgspec
 
 from xce.model.events import Event
-from xce.model.result import SessionResult, demand_json, number
+from xce.model.result import SessionResult, demand_json, idle_json
 
 FORMAT = "xce-recording"
 VERSION = 1
@@ -45,12 +45,7 @@ def session_outputs(result: SessionResult) -> dict[str, Any]:
         ],
         "pending": {m.id: (g.reason, g.kind) for g in result.pending for m in g.members},
         "demand": demand_json(result.demand),
-        "idle": {
-            "hosts": [msgspec.to_builtins(h) for h in result.idle.hosts],
-            "resources": [
-                {"resource": r.resource, "amount": number(r.amount)} for r in result.idle.resources
-            ],
-        },
+        "idle": idle_json(result.idle),
         "trace": [[e.job, e.stage, e.check, e.detail] for e in result.trace],
     }
 
