@@ -38,6 +38,9 @@ _SCHEMA = (
     "CREATE TABLE facts (seq INTEGER PRIMARY KEY, time REAL NOT NULL, body BLOB NOT NULL)",
     "CREATE TABLE snapshots (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)",
 )
+# What a snapshot's owner keeps beside the scheduler state (the controller: recently
+# finished jobs); added after schema version 1 shipped, so made when missing.
+_EXTRA = "CREATE TABLE IF NOT EXISTS snapshot_extra (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)"
 
 
 class StoreError(Exception):
@@ -69,9 +72,12 @@ class Store(Protocol):
         """Facts with seq > `after`, in order."""
         ...
 
-    def write_snapshot(self, seq: int, events: Sequence[Event]) -> None:
-        """Record the state as of `seq` (0 <= seq <= last seq) as events that rebuild it."""
+    def write_snapshot(self, seq: int, events: Sequence[Event], extra: bytes = b"") -> None:
+        """Record the state as of `seq` (0 <= seq <= last seq) as events that rebuild it,
+        with `extra` bytes its owner keeps beside it."""
         ...
+
+    def snapshot_extra(self, seq: int) -> bytes: ...
 
     def latest_snapshot(self) -> tuple[int, list[Event]] | None: ...
 
@@ -125,7 +131,7 @@ class SqliteStore:
         if app_id == 0:  # a new, empty file
             db.execute("BEGIN IMMEDIATE")
             try:
-                for statement in _SCHEMA:
+                for statement in (*_SCHEMA, _EXTRA):
                     db.execute(statement)
                 db.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -140,6 +146,7 @@ class SqliteStore:
                 f"{self.path}: unsupported XCE store layout (schema version {version}, "
                 f"tables {sorted(tables)}; this version reads {SCHEMA_VERSION})"
             )
+        db.execute(_EXTRA)
 
     # ------------------------------------------------------------------ writes
     def append(self, time: float, events: Sequence[Event]) -> int:
@@ -182,7 +189,8 @@ class SqliteStore:
             self._checked()
             return self._last_seq()
 
-    def write_snapshot(self, seq: int, events: Sequence[Event]) -> None:
+    def write_snapshot(self, seq: int, events: Sequence[Event], extra: bytes = b"") -> None:
+        """Record the state as of `seq`; `extra`: what the caller keeps beside it."""
         body = self._encoder.encode(list(events))
         with self._lock:
             db = self._checked()
@@ -193,6 +201,8 @@ class SqliteStore:
                     raise ValueError(f"snapshot seq {seq} is outside the log (last seq {last})")
                 db.execute("INSERT OR REPLACE INTO snapshots (seq, body) VALUES (?, ?)",
                            (seq, body))
+                db.execute("INSERT OR REPLACE INTO snapshot_extra (seq, body) VALUES (?, ?)",
+                           (seq, extra))
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -235,6 +245,14 @@ class SqliteStore:
             return int(seq), self._list_decoder.decode(body)
         except (msgspec.DecodeError, TypeError) as err:
             raise StoreError(f"{self.path}: snapshot {seq} is corrupt: {err}") from err
+
+    def snapshot_extra(self, seq: int) -> bytes:
+        """What was kept beside snapshot `seq` (empty when nothing was)."""
+        with self._lock:
+            row = self._checked().execute(
+                "SELECT body FROM snapshot_extra WHERE seq = ?", (seq,)
+            ).fetchone()
+        return b"" if row is None else bytes(row[0])
 
     # ------------------------------------------------------------------ life
     def _checked(self) -> sqlite3.Connection:

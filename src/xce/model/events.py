@@ -35,9 +35,14 @@ class JobStarted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
 
 
 class JobFinished(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A running job ended: DONE when `exit_code` is 0 and no `signal`, else EXIT.
+    `reason` says why the controller ended it (e.g. its host was lost)."""
+
     job: int
     time: float = 0
     exit_code: int = 0
+    signal: int | None = None
+    reason: str = ""
 
 
 class JobRequeued(msgspec.Struct, frozen=True, tag=True, tag_field="event"):

@@ -18,3 +18,9 @@ class JobSpec(msgspec.Struct, frozen=True):
     name: str = ""
     hold: bool = False
     run: float | None = None  # recorded run time, used by the simulator
+    # What the live controller runs (the scheduler ignores these):
+    command: list[str] = []
+    cwd: str = ""
+    env: dict[str, str] = {}
+    output: str = ""  # stdout file (%J: job id)
+    error: str = ""  # stderr file (empty: with stdout)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
+import msgspec
+
 from xce.model.cluster import ClusterConfig, HostTemplate, Queue, ResourceValue
 from xce.model.events import (
     ConfigLoaded,
@@ -146,8 +148,15 @@ class SchedulerState:
 
     # ------------------------------------------------------------------ config
     def _load_config(self, config: ClusterConfig) -> None:
-        """(Re)build every index from a configuration, keeping jobs and provisioned hosts."""
-        provisioned = [h for h in self.hosts if h is not None and h.template is not None]
+        """(Re)build every index from a configuration, keeping jobs, the state of static
+        hosts that stay, and every host that is not static (provisioned, or joined)."""
+        static = {spec.name for spec in config.hosts}
+        states = {h.name: h.state for h in self.hosts if h is not None and h.name in static}
+        was_static = {spec.name for spec in self.config.hosts}
+        provisioned = [
+            h for h in self.hosts
+            if h is not None and h.name not in static and h.name not in was_static
+        ]
         running = list(self.running.values())
         queued = sorted(
             [*self.pending.values(), *self.held.values()], key=lambda j: j.key
@@ -186,7 +195,8 @@ class SchedulerState:
         self._submitted = {}
         for spec in config.hosts:
             self._add_host_record(
-                spec.name, spec.slots, spec.type, spec.model, spec.resources, None, "ok", 0
+                spec.name, spec.slots, spec.type, spec.model, spec.resources, None,
+                states.get(spec.name, "ok"), 0,
             )
         for host in provisioned:
             record = self._add_host_record(
@@ -373,11 +383,7 @@ class SchedulerState:
         if req.span_ptile is not None and req.span_ptile > spec.n:
             pass  # LSF accepts it: all slots on one host
         if queue != spec.queue:
-            spec = JobSpec(
-                id=spec.id, user=spec.user, queue=queue, n=spec.n, res=spec.res,
-                submit=spec.submit, priority=spec.priority, name=spec.name,
-                hold=spec.hold, run=spec.run,
-            )
+            spec = msgspec.structs.replace(spec, queue=queue)
         return spec
 
     def _bucket_for(self, spec: JobSpec) -> Bucket:

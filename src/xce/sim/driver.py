@@ -46,6 +46,7 @@ from xce.policy import (
     decide,
 )
 from xce.sched import SchedulerState, run_session
+from xce.sched.admission import oversize
 from xce.sim.loop import SESSION, TIMER, EventLoop
 from xce.sim.metrics import Metrics
 from xce.sim.providers import HostProvider, TokenPool
@@ -113,15 +114,11 @@ class Simulator:
         self._apply(ConfigLoaded(config=config))
         self._static_slots = sum(h.slots for h in config.hosts)
         self._capacity_changes.append((0.0, float(self._static_slots)))
-        # A job must fit the static hosts or one template's maximum: the catalog pass
-        # places a job wholly on hosts of one template.
-        largest = max(
-            [self._static_slots, *(t.max * t.slots for t in config.catalog.templates)]
-        )
+        hosts = self.state.live_hosts()
         first_queue = config.queues[0].name
         queues = {q.name for q in config.queues}
         for job in workload.jobs:
-            if job.procs > largest:
+            if oversize(config, hosts, job.procs, job.res) is not None:
                 self.metrics.too_large.append(job.id)
                 continue
             self._specs[job.id] = job

@@ -1,0 +1,166 @@
+"""`xce init`, `xce token` and `xce controller`: make a cluster's state directory,
+manage its tokens, run its controller."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import logging
+import os
+import signal
+from pathlib import Path
+
+import click
+from aiohttp import web
+
+from xce.config import ConfigError, load_config
+from xce.controller.app import make_app
+from xce.controller.auth import AuthError, TokenStore
+from xce.controller.core import Controller, Settings
+from xce.controller.store import SqliteStore, StoreError
+from xce.model.api import ROLES
+from xce.sim.recording import Recorder
+
+DEFAULTS = Settings()
+STORE_FILE = "xce.db"
+URL_FILE = "controller.url"
+ADMIN_TOKEN_FILE = "admin.token"
+
+
+def _state_option(f: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--state", "state_dir", required=True, type=click.Path(file_okay=False),
+        help="The cluster's state directory (made by `xce init`).",
+    )(f)
+
+
+@click.command("init")
+@_state_option
+@click.option("--admin", default=None, help="The admin's name (default: your login name).")
+def init(state_dir: str, admin: str | None) -> None:
+    """Make a cluster state directory with a first admin token."""
+    tokens = TokenStore(state_dir)
+    try:
+        if tokens.entries():
+            raise click.ClickException(f"{tokens.path} exists: the cluster is initialised")
+        token = tokens.add(admin or getpass.getuser(), "admin")
+    except AuthError as err:
+        raise click.ClickException(str(err)) from err
+    path = Path(state_dir) / ADMIN_TOKEN_FILE
+    path.write_text(token + "\n")
+    path.chmod(0o600)
+    click.echo(f"Initialised {state_dir}; the admin token is in {path}.")
+
+
+@click.group("token")
+def token() -> None:
+    """Manage API tokens (run on the controller host; takes effect at once)."""
+
+
+@token.command("add")
+@_state_option
+@click.option("--role", type=click.Choice(ROLES), required=True)
+@click.option("--name", required=True, help="User name, or the host name for an agent.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the token to this file.")
+def token_add(state_dir: str, role: str, name: str, out: str | None) -> None:
+    """Make a token; prints it (or writes it to --out, mode 0600)."""
+    try:
+        secret = TokenStore(state_dir).add(name, role)
+    except AuthError as err:
+        raise click.ClickException(str(err)) from err
+    if out is None:
+        click.echo(secret)
+        return
+    Path(out).write_text(secret + "\n")
+    Path(out).chmod(0o600)
+    click.echo(f"Token for {role} {name} written to {out}.")
+
+
+@token.command("list")
+@_state_option
+def token_list(state_dir: str) -> None:
+    """Who has tokens (the tokens themselves are not kept)."""
+    for entry in TokenStore(state_dir).entries():
+        click.echo(f"{entry.role:<12} {entry.name}")
+
+
+@token.command("revoke")
+@_state_option
+@click.option("--name", required=True)
+@click.option("--role", type=click.Choice(ROLES), default=None)
+def token_revoke(state_dir: str, name: str, role: str | None) -> None:
+    """Revoke every token of a name (in one role when given)."""
+    count = TokenStore(state_dir).revoke(name, role)
+    click.echo(f"{count} token(s) revoked.")
+
+
+@click.command("controller")
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
+@_state_option
+@click.option("--listen", default="127.0.0.1:6820", show_default=True,
+              help="HOST:PORT to serve the API on (port 0: any free port).")
+@click.option("--record", type=click.Path(dir_okay=False), default=None,
+              help="Write the scheduler's events and sessions to this recording.")
+@click.option("--heartbeat-interval", type=float, default=DEFAULTS.heartbeat_interval,
+              show_default=True)
+@click.option("--unreach-after", type=float, default=DEFAULTS.unreach_after, show_default=True,
+              help="Seconds without a heartbeat before a host is unreach.")
+@click.option("--requeue-after", type=float, default=DEFAULTS.requeue_after, show_default=True,
+              help="Seconds unreach before its jobs are requeued (or exited).")
+@click.option("--snapshot-every", type=int, default=DEFAULTS.snapshot_every, show_default=True,
+              help="Facts between snapshots of the durable log.")
+def controller(
+    config_path: str,
+    state_dir: str,
+    listen: str,
+    record: str | None,
+    heartbeat_interval: float,
+    unreach_after: float,
+    requeue_after: float,
+    snapshot_every: int,
+) -> None:
+    """Run the controller: the API, the durable log and the scheduling sessions."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        config = load_config(config_path)
+    except ConfigError as err:
+        raise click.ClickException(str(err)) from err
+    tokens = TokenStore(state_dir)
+    if not tokens.path.exists():
+        raise click.ClickException(f"{state_dir} has no tokens: run `xce init --state {state_dir}`")
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise click.ClickException(f"--listen {listen}: expected HOST:PORT")
+    try:
+        store = SqliteStore(Path(state_dir) / STORE_FILE)
+    except StoreError as err:
+        raise click.ClickException(str(err)) from err
+    settings = Settings(heartbeat_interval, unreach_after, requeue_after,
+                        snapshot_every=snapshot_every)
+    recorder = Recorder(record, source="live") if record else None
+    ctl = Controller(config, store, settings, recorder=recorder)
+    try:
+        asyncio.run(_serve(make_app(ctl, tokens), host, int(port), Path(state_dir)))
+    finally:
+        store.close()
+
+
+async def _serve(app: web.Application, host: str, port: int, state_dir: Path) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    server = site._server
+    bound = server.sockets[0].getsockname()[1] if server is not None and server.sockets else port
+    url = f"http://{host}:{bound}"
+    (state_dir / URL_FILE).write_text(url + "\n")
+    logging.getLogger("xce.controller").info("listening on %s", url)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    with contextlib.suppress(OSError):
+        os.remove(state_dir / URL_FILE)
+    await runner.cleanup()

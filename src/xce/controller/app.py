@@ -1,0 +1,331 @@
+"""The controller's HTTP/JSON API (aiohttp): routes, authentication, roles, errors.
+
+Every request but `GET /openapi.json` carries `Authorization: Bearer <token>`. Every
+error is JSON `{"error": "...", "status": N}`; a refused request changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+from aiohttp import web
+
+from xce.controller.auth import Identity, TokenStore
+from xce.controller.core import ApiProblem, Controller
+from xce.controller.journal import JournalFailed
+from xce.controller.openapi import openapi_document
+from xce.controller.view import FINISHED, PEND, PSUSP, RUN, JobRecord
+from xce.model.api import (
+    ApiError,
+    Heartbeat,
+    HostInfo,
+    HostList,
+    JobInfo,
+    JobList,
+    KillResult,
+    QueueInfo,
+    QueueList,
+    RegisterRequest,
+    SessionOutput,
+    SubmitRequest,
+    Submitted,
+)
+from xce.model.result import demand_json, idle_json
+
+log = logging.getLogger("xce.controller.api")
+
+T = TypeVar("T")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+CONTROLLER = web.AppKey("controller", Controller)
+TOKENS = web.AppKey("tokens", TokenStore)
+IDENTITY = "xce.identity"
+
+READERS = frozenset({"admin", "user", "scheduler", "provisioner"})
+USERS = frozenset({"admin", "user"})
+ADMINS = frozenset({"admin"})
+STATE_FILTERS = {
+    "all": None,
+    "pend": (PEND, PSUSP),
+    "run": (RUN,),
+    "done": ("DONE",),
+    "exit": ("EXIT",),
+    "unfinished": (PEND, PSUSP, RUN),
+    "finished": FINISHED,
+}
+
+_encoder = msgspec.json.Encoder()
+
+
+def reply(body: object, status: int = 200) -> web.Response:
+    return web.Response(body=_encoder.encode(body), status=status,
+                        content_type="application/json")
+
+
+def problem(status: int, message: str) -> web.Response:
+    return reply(ApiError(message, status), status)
+
+
+async def body_of(request: web.Request, kind: type[T]) -> T:
+    try:
+        return msgspec.json.decode(await request.read(), type=kind)
+    except msgspec.DecodeError as err:  # includes ValidationError
+        raise ApiProblem(400, f"bad request body: {err}") from err
+
+
+def caller(request: web.Request, roles: frozenset[str]) -> Identity:
+    who: Identity = request[IDENTITY]
+    if who.role not in roles:
+        raise ApiProblem(403, f"role {who.role} may not {request.method} {request.path}")
+    return who
+
+
+@web.middleware
+async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Authenticate, then turn every failure into a JSON error."""
+    try:
+        if request.path != "/openapi.json":
+            request[IDENTITY] = authenticate(request)
+        return await handler(request)
+    except ApiProblem as err:
+        return problem(err.status, err.message)
+    except web.HTTPException as err:
+        if err.status < 400:
+            raise
+        return problem(err.status, err.reason)
+    except JournalFailed as err:
+        return problem(503, str(err))
+    except Exception:
+        log.exception("internal error on %s %s", request.method, request.path)
+        return problem(500, "internal error (see the controller's log)")
+
+
+def authenticate(request: web.Request) -> Identity:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiProblem(401, "authentication required: Authorization: Bearer <token>")
+    who = request.app[TOKENS].identify(token.strip())
+    if who is None:
+        raise ApiProblem(401, "unknown or revoked token")
+    return who
+
+
+# ---------------------------------------------------------------- jobs
+def job_info(ctl: Controller, job: JobRecord) -> JobInfo:
+    spec = job.spec
+    reason, kind = ctl.pend_reason(spec.id) if job.state in (PEND, PSUSP) else ("", "")
+    return JobInfo(
+        id=spec.id, user=spec.user, queue=spec.queue, state=job.state, n=spec.n,
+        res=spec.res, name=spec.name, command=list(spec.command), submit_time=spec.submit,
+        start_time=job.start_time, end_time=job.end_time, exec_hosts=dict(job.hosts),
+        exit_code=job.exit_code, signal=job.signal, exit_reason=job.exit_reason,
+        pend_reason=reason, pend_kind=kind, cwd=spec.cwd, output=spec.output, error=spec.error,
+    )
+
+
+def job_id_of(request: web.Request) -> int:
+    return int(request.match_info["job"])
+
+
+async def submit(request: web.Request) -> web.Response:
+    who = caller(request, USERS)
+    job, queue = await request.app[CONTROLLER].submit(who, await body_of(request, SubmitRequest))
+    return reply(Submitted(job, queue), 201)
+
+
+async def list_jobs(request: web.Request) -> web.Response:
+    who = caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    user = request.query.get("user", who.name if who.role == "user" else "all")
+    wanted = request.query.get("state", "all")
+    if wanted not in STATE_FILTERS:
+        raise ApiProblem(400, f"state must be one of {', '.join(STATE_FILTERS)}")
+    states = STATE_FILTERS[wanted]
+    try:
+        limit = int(request.query.get("limit", "0"))
+    except ValueError as err:
+        raise ApiProblem(400, "limit must be a whole number") from err
+    jobs = []
+    for job in ctl.view.jobs.values():
+        if (user == "all" or job.spec.user == user) and (states is None or job.state in states):
+            jobs.append(job_info(ctl, job))
+            if limit and len(jobs) >= limit:
+                break
+    return reply(JobList(jobs))
+
+
+async def get_job(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    return reply(job_info(ctl, ctl.job(job_id_of(request))))
+
+
+async def kill_job(request: web.Request) -> web.Response:
+    who = caller(request, USERS)
+    job = await request.app[CONTROLLER].kill(who, job_id_of(request))
+    return reply(KillResult(job.spec.id, job.state))
+
+
+async def stop_job(request: web.Request) -> web.Response:
+    who = caller(request, USERS)
+    ctl = request.app[CONTROLLER]
+    return reply(job_info(ctl, await ctl.hold(who, job_id_of(request), True)))
+
+
+async def resume_job(request: web.Request) -> web.Response:
+    who = caller(request, USERS)
+    ctl = request.app[CONTROLLER]
+    return reply(job_info(ctl, await ctl.hold(who, job_id_of(request), False)))
+
+
+# ---------------------------------------------------------------- hosts, queues, supply
+def host_info(ctl: Controller, name: str) -> HostInfo:
+    host = ctl.view.hosts[name]
+    return HostInfo(
+        name=host.name, state=host.state, slots=host.slots, used=host.used, type=host.type,
+        model=host.model, resources=dict(host.resources), template=host.template,
+        last_heartbeat=host.last_heartbeat, jobs=sorted(host.jobs),
+        closed_by_admin=host.closed_by_admin,
+    )
+
+
+async def list_hosts(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    return reply(HostList([host_info(ctl, name) for name in ctl.view.hosts]))
+
+
+async def close_host(request: web.Request) -> web.Response:
+    return await _set_host(request, False)
+
+
+async def open_host(request: web.Request) -> web.Response:
+    return await _set_host(request, True)
+
+
+async def _set_host(request: web.Request, open_: bool) -> web.Response:
+    caller(request, ADMINS)
+    ctl = request.app[CONTROLLER]
+    name = request.match_info["host"]
+    await ctl.set_host_open(name, open_)
+    return reply(host_info(ctl, name))
+
+
+async def list_queues(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    counts: dict[str, list[int]] = {q.name: [0, 0] for q in ctl.view.config.queues}
+    for job in ctl.view.jobs.values():
+        if job.state in (PEND, PSUSP, RUN) and job.spec.queue in counts:
+            counts[job.spec.queue][0 if job.state != RUN else 1] += job.spec.n
+    queues = [
+        QueueInfo(
+            name=q.name, priority=q.priority, status="Open:Active",
+            njobs=sum(counts[q.name]), pend=counts[q.name][0], run=counts[q.name][1],
+            hosts=None if q.hosts is None else list(q.hosts),
+        )
+        for q in ctl.view.config.queues
+    ]
+    return reply(QueueList(queues))
+
+
+async def get_demand(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    result = ctl.last_result
+    if result is None:
+        return reply(SessionOutput(0, None, demand=None))
+    return reply(SessionOutput(ctl.sessions, result.now, demand=demand_json(result.demand)))
+
+
+async def get_idle(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    result = ctl.last_result
+    if result is None:
+        return reply(SessionOutput(0, None, idle=None))
+    return reply(SessionOutput(ctl.sessions, result.now, idle=idle_json(result.idle)))
+
+
+# ---------------------------------------------------------------- agents
+def agent_host(request: web.Request) -> str:
+    who = caller(request, frozenset({"agent"}))
+    name = request.match_info["host"]
+    if who.name != name:
+        raise ApiProblem(403, f"agent {who.name} may only speak for its own host, not {name}")
+    return name
+
+
+async def register(request: web.Request) -> web.Response:
+    name = agent_host(request)
+    body = await body_of(request, RegisterRequest)
+    return reply(await request.app[CONTROLLER].register(name, body))
+
+
+async def heartbeat(request: web.Request) -> web.Response:
+    name = agent_host(request)
+    body = await body_of(request, Heartbeat)
+    return reply(await request.app[CONTROLLER].heartbeat(name, body))
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return reply(openapi_document())
+
+
+ROUTES: list[tuple[str, str, Handler]] = [
+    ("GET", "/openapi.json", openapi),
+    ("POST", "/jobs", submit),
+    ("GET", "/jobs", list_jobs),
+    ("GET", r"/jobs/{job:\d{1,18}}", get_job),
+    ("POST", r"/jobs/{job:\d{1,18}}/kill", kill_job),
+    ("POST", r"/jobs/{job:\d{1,18}}/stop", stop_job),
+    ("POST", r"/jobs/{job:\d{1,18}}/resume", resume_job),
+    ("GET", "/hosts", list_hosts),
+    ("POST", "/hosts/{host}/close", close_host),
+    ("POST", "/hosts/{host}/open", open_host),
+    ("GET", "/queues", list_queues),
+    ("GET", "/demand", get_demand),
+    ("GET", "/idle", get_idle),
+    ("POST", "/agents/{host}/register", register),
+    ("POST", "/agents/{host}/heartbeat", heartbeat),
+]
+
+
+async def _every(seconds: float, step: Callable[[], Awaitable[Any]]) -> None:
+    while True:
+        await asyncio.sleep(seconds)
+        try:
+            await step()
+        except JournalFailed:
+            log.critical("the durable log failed: stopping")
+            raise
+        except Exception:
+            log.exception("background step failed")
+
+
+def make_app(ctl: Controller, tokens: TokenStore) -> web.Application:
+    app = web.Application(middlewares=[errors], client_max_size=4 * 1024 * 1024)
+    app[CONTROLLER] = ctl
+    app[TOKENS] = tokens
+    for method, path, handler in ROUTES:
+        app.router.add_route(method, path, handler)
+
+    async def background(app: web.Application) -> AsyncIterator[None]:
+        await ctl.start()
+        tasks = [
+            asyncio.create_task(_every(ctl.config.session_interval, ctl.run_session)),
+            asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2, ctl.watch_hosts)),
+        ]
+        yield
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await ctl.close()
+
+    app.cleanup_ctx.append(background)
+    return app

@@ -1,0 +1,460 @@
+"""The controller: the single source of truth for jobs and hosts.
+
+Every change is a fact (a scheduler event): it is applied in memory (the controller's
+view, and the scheduler state unless a session is running, in which case it waits in
+the backlog), queued to the durable log, and acknowledged only once durable. Sessions
+run off the event loop on the scheduler state; their dispatches are checked against
+what changed meanwhile and dropped when stale, never applied half.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time as wallclock
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import msgspec
+
+from xce.controller.auth import Identity
+from xce.controller.journal import Journal
+from xce.controller.store import Store
+from xce.controller.view import FINISHED, LOST_EXIT_CODE, PEND, PSUSP, RUN, ClusterView, JobRecord
+from xce.model.api import (
+    Heartbeat,
+    HeartbeatReply,
+    Launch,
+    Registered,
+    RegisterRequest,
+    SubmitRequest,
+)
+from xce.model.cluster import ClusterConfig
+from xce.model.events import (
+    ConfigLoaded,
+    Event,
+    HostAdded,
+    HostRemoved,
+    HostStateChanged,
+    JobFinished,
+    JobHeld,
+    JobKilled,
+    JobRequeued,
+    JobStarted,
+    JobSubmitted,
+)
+from xce.model.jobs import JobSpec
+from xce.model.result import SessionResult
+from xce.sched import SchedulerState, run_session
+from xce.sched.admission import oversize
+from xce.sched.rebuild import state_events
+from xce.sched.state import SchedulerInputError, SubmitError
+from xce.sim.recording import Recorder
+
+log = logging.getLogger("xce.controller")
+
+Clock = Callable[[], float]
+
+
+class ApiProblem(Exception):
+    """A request the controller refuses: HTTP status and a message. Nothing changed."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Settings(msgspec.Struct, frozen=True):
+    """Controller timings (seconds) and housekeeping."""
+
+    heartbeat_interval: float = 2.0
+    unreach_after: float = 10.0  # no heartbeat for this long: the host is unreach
+    requeue_after: float = 60.0  # unreach this long: its jobs are requeued or exited
+    clean_period: float = 3600.0  # finished jobs are kept this long (LSF CLEAN_PERIOD)
+    snapshot_every: int = 100_000  # facts between snapshots
+
+
+class _Snapshot(msgspec.Struct):
+    """What the controller keeps beside a scheduler-state snapshot."""
+
+    last_job_id: int
+    finished: list[JobRecord]
+
+
+class Controller:
+    def __init__(
+        self,
+        config: ClusterConfig,
+        store: Store,
+        settings: Settings | None = None,
+        clock: Clock = wallclock.time,
+        recorder: Recorder | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.settings = settings or Settings()
+        self.clock = clock
+        self.recorder = recorder
+        self.state = SchedulerState()
+        self.view = ClusterView()
+        self.journal: Journal | None = None
+        self.busy = False  # a session (or snapshot) reads the scheduler state
+        self.backlog: list[tuple[float, Event]] = []
+        self.launchable: set[int] = set()  # jobs whose start is durable
+        self.seen: set[tuple[int, str]] = set()  # (job, host) an agent reported running
+        self.sessions = 0
+        self.last_result: SessionResult | None = None
+        self._reasons: dict[int, tuple[str, str]] | None = None
+        self._facts_since_snapshot = 0
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="xce-session")
+
+    # ------------------------------------------------------------------ life
+    async def start(self) -> None:
+        """Recover from the log, then log the configuration if it is new or changed."""
+        last = self._recover()
+        self.journal = Journal(self.store, last, asyncio.get_running_loop())
+        now = self.clock()
+        for host in self.view.hosts.values():  # a fresh grace period for every agent
+            if host.state in ("ok", "closed"):
+                host.last_heartbeat = now
+        self.launchable = {j.spec.id for j in self.view.jobs.values() if j.state == RUN}
+        self.seen = {(j, h) for j in self.launchable for h in self.view.jobs[j].hosts}
+        if last == 0:
+            static = [HostStateChanged(h.name, "unavail", now) for h in self.config.hosts]
+            await self.commit(now, [ConfigLoaded(self.config), *static])
+        elif self.state.config != self.config:
+            added = [
+                HostStateChanged(h.name, "unavail", now)
+                for h in self.config.hosts
+                if h.name not in self.view.hosts
+            ]
+            await self.commit(now, [ConfigLoaded(self.config), *added])
+
+    def _recover(self) -> int:
+        last = 0
+        snapshot = self.store.latest_snapshot()
+        if snapshot is not None:
+            last, events = snapshot
+            for event in events:
+                self._apply(0.0, event, record=False)
+            extra = self.store.snapshot_extra(last)
+            if extra:
+                kept = msgspec.msgpack.decode(extra, type=_Snapshot)
+                self.view.restore_finished(kept.finished)
+                self.view.last_job_id = max(self.view.last_job_id, kept.last_job_id)
+        for fact in self.store.read(after=last):
+            self._apply(fact.time, fact.event, record=False)
+            last = fact.seq
+        if self.recorder is not None:
+            for event in state_events(self.state):
+                self.recorder.event(self.clock(), event)
+        log.info("recovered %d jobs, %d hosts up to fact %d",
+                 len(self.view.jobs), len(self.view.hosts), last)
+        return last
+
+    async def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        if self.journal is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.journal.close)
+        if self.recorder is not None:
+            self.recorder.close()
+
+    # ------------------------------------------------------------------ facts
+    def _apply(self, time: float, event: Event, record: bool = True) -> None:
+        if self.busy:
+            self.backlog.append((time, event))
+        else:
+            self.state.apply(event)
+            if record and self.recorder is not None:
+                self.recorder.event(time, event)
+        self.view.apply(event, time)
+
+    def emit(self, time: float, events: Sequence[Event]) -> asyncio.Future[int]:
+        """Apply `events` in memory and queue them to the log; the future resolves when
+        they are durable."""
+        assert self.journal is not None
+        for event in events:
+            self._apply(time, event)
+        self._facts_since_snapshot += len(events)
+        return self.journal.append(time, events)
+
+    async def commit(self, time: float, events: Sequence[Event]) -> int:
+        return await self.emit(time, events)
+
+    # ------------------------------------------------------------------ sessions
+    async def run_session(self) -> SessionResult | None:
+        """One scheduling session on the scheduler state, off the event loop."""
+        if self.busy:
+            return None
+        now = self.clock()
+        self.busy = True
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(
+                self._executor, run_session, self.state, now
+            )
+        finally:
+            self.busy = False
+        self.sessions += 1
+        self.last_result = result
+        self._reasons = None
+        if self.recorder is not None:
+            self.recorder.session(now, result)
+        stale_jobs: set[int] = set()
+        stale_hosts: set[str] = set()
+        backlog, self.backlog = self.backlog, []
+        for time, event in backlog:
+            self.state.apply(event)
+            if self.recorder is not None:
+                self.recorder.event(time, event)
+            _touched(event, stale_jobs, stale_hosts)
+        started: list[Event] = []
+        for decision in result.dispatch:
+            job = self.view.jobs.get(decision.job)
+            if (
+                decision.job in stale_jobs
+                or job is None
+                or job.state != PEND
+                or any(h in stale_hosts for h in decision.hosts)
+                or any(self._host_state(h) != "ok" for h in decision.hosts)
+            ):
+                log.info("session %d: dispatch of job %d dropped (changed meanwhile)",
+                         self.sessions, decision.job)
+                continue
+            event = JobStarted(decision.job, dict(decision.hosts), now, dict(decision.pools))
+            try:
+                self.state.apply(event)
+            except SchedulerInputError as err:  # should not happen: checked above
+                log.error("session %d: dispatch of job %d refused: %s",
+                          self.sessions, decision.job, err)
+                continue
+            if self.recorder is not None:
+                self.recorder.event(now, event)
+            self.view.apply(event, now)
+            started.append(event)
+        if started:
+            assert self.journal is not None
+            self._facts_since_snapshot += len(started)
+            durable = self.journal.append(now, started)
+            ids = [e.job for e in started if isinstance(e, JobStarted)]
+            durable.add_done_callback(lambda f: f.exception() or self.launchable.update(ids))
+        if self._facts_since_snapshot >= self.settings.snapshot_every:
+            await self.snapshot()
+        return result
+
+    def _host_state(self, name: str) -> str:
+        host = self.view.hosts.get(name)
+        return "gone" if host is None else host.state
+
+    async def snapshot(self) -> None:
+        """Snapshot the state as of every fact queued so far (finished jobs beside it)."""
+        if self.busy or self.journal is None:
+            return
+        self.view.forget_finished(self.clock() - self.settings.clean_period)
+        extra = msgspec.msgpack.encode(_Snapshot(self.view.last_job_id, self.view.finished()))
+        self.busy = True
+        try:
+            events = await asyncio.get_running_loop().run_in_executor(
+                self._executor, state_events, self.state
+            )
+            durable = self.journal.snapshot(events, extra)  # as of facts queued before busy
+        finally:
+            self.busy = False
+        backlog, self.backlog = self.backlog, []
+        for time, event in backlog:
+            self.state.apply(event)
+            if self.recorder is not None:
+                self.recorder.event(time, event)
+        self._facts_since_snapshot = 0
+        await durable
+
+    def pend_reason(self, job: int) -> tuple[str, str]:
+        if self._reasons is None:
+            result = self.last_result
+            self._reasons = {} if result is None else {
+                m.id: (g.reason, g.kind) for g in result.pending for m in g.members
+            }
+        return self._reasons.get(job, ("New job is waiting for scheduling", "new"))
+
+    # ------------------------------------------------------------------ jobs
+    async def submit(self, who: Identity, request: SubmitRequest) -> tuple[int, str]:
+        user = request.user or who.name
+        if user != who.name and who.role != "admin":
+            raise ApiProblem(403, f"only an admin may submit as another user ({user})")
+        now = self.clock()
+        spec = JobSpec(
+            id=self.view.last_job_id + 1, user=user, queue=request.queue, n=request.n,
+            res=request.res, submit=now, priority=request.priority, name=request.name,
+            hold=request.hold, command=list(request.command), cwd=request.cwd,
+            env=dict(request.env), output=request.output, error=request.error,
+        )
+        try:
+            spec = self.state.resolve(spec)
+        except SubmitError as err:
+            raise ApiProblem(400, str(err)) from err
+        too_large = oversize(self.state.config, self.state.live_hosts(), spec.n, spec.res)
+        if too_large is not None:
+            raise ApiProblem(400, too_large)
+        self.view.last_job_id = spec.id  # reserved even if the commit fails
+        await self.commit(now, [JobSubmitted(spec)])
+        return spec.id, spec.queue
+
+    def job(self, job_id: int) -> JobRecord:
+        job = self.view.jobs.get(job_id)
+        if job is None:
+            raise ApiProblem(404, f"Job <{job_id}>: No matching job found")
+        return job
+
+    async def kill(self, who: Identity, job_id: int) -> JobRecord:
+        job = self.job(job_id)
+        if who.role != "admin" and job.spec.user != who.name:
+            raise ApiProblem(403, f"Job <{job_id}>: not the owner of the job")
+        if job.state in FINISHED:
+            raise ApiProblem(409, f"Job <{job_id}>: Job has already finished")
+        await self.commit(self.clock(), [JobKilled(job_id, self.clock())])
+        return job
+
+    async def hold(self, who: Identity, job_id: int, held: bool) -> JobRecord:
+        job = self.job(job_id)
+        if who.role != "admin" and job.spec.user != who.name:
+            raise ApiProblem(403, f"Job <{job_id}>: not the owner of the job")
+        if job.state not in (PEND, PSUSP):
+            raise ApiProblem(409, f"Job <{job_id}>: only a pending job can be held or released")
+        await self.commit(self.clock(), [JobHeld(job_id, held)])
+        return job
+
+    # ------------------------------------------------------------------ hosts
+    async def set_host_open(self, name: str, open_: bool) -> None:
+        host = self.view.hosts.get(name)
+        if host is None:
+            raise ApiProblem(404, f"host {name}: no such host")
+        if host.state not in ("ok", "closed"):
+            raise ApiProblem(409, f"host {name} is {host.state}: only an ok or closed host "
+                                  "can be opened or closed")
+        target = "ok" if open_ else "closed"
+        if host.state != target:
+            await self.commit(self.clock(), [HostStateChanged(name, target, self.clock())])
+
+    async def register(self, name: str, request: RegisterRequest) -> Registered:
+        now = self.clock()
+        host = self.view.hosts.get(name)
+        events: list[Event] = []
+        if host is None:
+            events.append(HostAdded(name, request.slots, request.type, request.model,
+                                    dict(request.resources), None, "ok", now))
+        elif host.state not in ("ok", "closed"):
+            events.append(HostStateChanged(name, "closed" if host.closed_by_admin else "ok", now))
+        if events:
+            await self.commit(now, events)
+        host = self.view.hosts[name]
+        host.last_heartbeat = now
+        for job in request.running:
+            if job in host.jobs:
+                self.seen.add((job, name))
+        kill = [j for j in request.running if j not in host.jobs]
+        return Registered(self.settings.heartbeat_interval, kill)
+
+    async def heartbeat(self, name: str, beat: Heartbeat) -> HeartbeatReply:
+        now = self.clock()
+        host = self.view.hosts.get(name)
+        if host is None or host.last_heartbeat is None or host.state not in (
+            "ok", "closed", "unreach"
+        ):
+            raise ApiProblem(409, f"host {name} is not registered: register first")
+        host.last_heartbeat = now
+        pending: list[asyncio.Future[int]] = []
+        if host.state == "unreach":
+            back = "closed" if host.closed_by_admin else "ok"
+            pending.append(self.emit(now, [HostStateChanged(name, back, now)]))
+        ended: list[Event] = []
+        reported = set()
+        for report in beat.finished:
+            reported.add(report.job)
+            job = self.view.jobs.get(report.job)
+            if job is not None and job.state == RUN and next(iter(job.hosts)) == name:
+                ended.append(JobFinished(report.job, now, report.exit_code, report.signal))
+        running = set(beat.running)
+        start: list[Launch] = []
+        for job_id in list(host.jobs):
+            if job_id in running:
+                self.seen.add((job_id, name))
+            elif job_id in reported:
+                continue
+            elif (job_id, name) in self.seen:
+                ended.extend(self._lost(self.view.jobs[job_id], now, f"lost on host {name}"))
+            elif job_id in self.launchable:
+                start.append(self._launch(self.view.jobs[job_id], name))
+        if ended:
+            pending.append(self.emit(now, ended))
+        for future in pending:
+            await future
+        kill = sorted(j for j in running if j not in host.jobs)
+        return HeartbeatReply(start, kill, sorted(reported), self.settings.heartbeat_interval)
+
+    def _launch(self, job: JobRecord, host: str) -> Launch:
+        spec = job.spec
+        return Launch(
+            job=spec.id, user=spec.user, command=list(spec.command), hosts=dict(job.hosts),
+            run=next(iter(job.hosts)) == host, cwd=spec.cwd, env=dict(spec.env),
+            output=spec.output, error=spec.error, name=spec.name, queue=spec.queue,
+        )
+
+    def _lost(self, job: JobRecord, now: float, why: str) -> list[Event]:
+        """A running job whose host was lost: requeued, or exited per its queue."""
+        for host in job.hosts:
+            self.seen.discard((job.spec.id, host))
+        self.launchable.discard(job.spec.id)
+        queue = self.state.queues.get(job.spec.queue)
+        if queue is not None and queue.requeue_on_host_loss:
+            log.warning("job %d %s: requeued", job.spec.id, why)
+            return [JobRequeued(job.spec.id, now)]
+        log.warning("job %d %s: exited", job.spec.id, why)
+        return [JobFinished(job.spec.id, now, LOST_EXIT_CODE, None, why)]
+
+    async def watch_hosts(self) -> None:
+        """Hosts that stopped heartbeating become unreach; after `requeue_after` their
+        jobs are requeued or exited (never left as phantom RUN)."""
+        now = self.clock()
+        events: list[Event] = []
+        for host in self.view.hosts.values():
+            if (
+                host.state in ("ok", "closed")
+                and host.last_heartbeat is not None
+                and now - host.last_heartbeat > self.settings.unreach_after
+            ):
+                log.warning("host %s: no heartbeat for %.0f s: unreach",
+                            host.name, now - host.last_heartbeat)
+                events.append(HostStateChanged(host.name, "unreach", now))
+        if events:
+            await self.commit(now, events)
+        lost: list[Event] = []
+        for host in self.view.hosts.values():
+            if (
+                host.state == "unreach"
+                and host.unreach_since is not None
+                and now - host.unreach_since > self.settings.requeue_after
+            ):
+                for job_id in list(host.jobs):
+                    job = self.view.jobs[job_id]
+                    if job.state == RUN and not any(
+                        isinstance(e, JobRequeued | JobFinished) and e.job == job_id for e in lost
+                    ):
+                        lost.extend(self._lost(job, now, f"host {host.name} unreachable"))
+        if lost:
+            await self.commit(now, lost)
+
+
+def _touched(event: Event, jobs: set[int], hosts: set[str]) -> None:
+    """Record which job or host an event changed (decisions about them are stale)."""
+    match event:
+        case JobSubmitted():
+            pass
+        case JobKilled(job=job) | JobFinished(job=job) | JobRequeued(job=job) | JobHeld(job=job):
+            jobs.add(job)
+        case JobStarted(job=job, hosts=used):
+            jobs.add(job)
+            hosts.update(used)
+        case HostStateChanged(name=name) | HostRemoved(name=name):
+            hosts.add(name)
+        case _:
+            pass

@@ -1,0 +1,82 @@
+"""The OpenAPI 3.1 document of the controller's API, generated from the wire types."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+import msgspec
+
+from xce import __version__
+from xce.model import api
+
+_REF = "#/components/schemas/{name}"
+_OP_CHARS = re.compile(r"[^A-Za-z0-9]+")
+_JOB = {"name": "job", "in": "path", "required": True,
+        "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}
+_HOST = {"name": "host", "in": "path", "required": True,
+         "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}}
+_ERRORS = (400, 401, 403, 404, 409)
+
+# (method, path, summary, request body, answer, success status, path parameters, query)
+_OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, Any]],
+                        list[dict[str, Any]]]] = [
+    ("post", "/jobs", "Submit a job", api.SubmitRequest, api.Submitted, 201, [], []),
+    ("get", "/jobs", "List jobs", None, api.JobList, 200, [], [
+        {"name": "user", "in": "query", "schema": {"type": "string"}},
+        {"name": "state", "in": "query", "schema": {
+            "type": "string",
+            "enum": ["all", "pend", "run", "done", "exit", "unfinished", "finished"]}},
+        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+    ]),
+    ("get", "/jobs/{job}", "One job", None, api.JobInfo, 200, [_JOB], []),
+    ("post", "/jobs/{job}/kill", "Kill a job", None, api.KillResult, 200, [_JOB], []),
+    ("post", "/jobs/{job}/stop", "Hold a pending job", None, api.JobInfo, 200, [_JOB], []),
+    ("post", "/jobs/{job}/resume", "Release a held job", None, api.JobInfo, 200, [_JOB], []),
+    ("get", "/hosts", "List hosts", None, api.HostList, 200, [], []),
+    ("post", "/hosts/{host}/close", "Close a host (admin)", None, api.HostInfo, 200, [_HOST], []),
+    ("post", "/hosts/{host}/open", "Open a host (admin)", None, api.HostInfo, 200, [_HOST], []),
+    ("get", "/queues", "List queues", None, api.QueueList, 200, [], []),
+    ("get", "/demand", "Demand of the last session", None, api.SessionOutput, 200, [], []),
+    ("get", "/idle", "Idle supply of the last session", None, api.SessionOutput, 200, [], []),
+    ("post", "/agents/{host}/register", "An agent registers its host", api.RegisterRequest,
+     api.Registered, 200, [_HOST], []),
+    ("post", "/agents/{host}/heartbeat", "An agent's heartbeat", api.Heartbeat,
+     api.HeartbeatReply, 200, [_HOST], []),
+]
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    types = [api.ApiError] + [t for op in _OPERATIONS for t in (op[3], op[4]) if t is not None]
+    refs, components = msgspec.json.schema_components(types, ref_template=_REF)
+    ref = dict(zip(types, refs, strict=True))
+    error = {"content": {"application/json": {"schema": ref[api.ApiError]}}}
+    paths: dict[str, dict[str, Any]] = {}
+    for method, path, summary, body, answer, status, params, query in _OPERATIONS:
+        operation: dict[str, Any] = {
+            "summary": summary,
+            "operationId": method + "_" + _OP_CHARS.sub("_", path.strip("/")),
+            "parameters": params + query,
+            "responses": {
+                str(status): {"description": "OK",
+                              "content": {"application/json": {"schema": ref[answer]}}},
+                **{str(code): {"description": "error", **error} for code in _ERRORS},
+            },
+        }
+        if body is not None:
+            operation["requestBody"] = {
+                "required": True, "content": {"application/json": {"schema": ref[body]}},
+            }
+        paths.setdefault(path, {})[method] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "XCE controller", "version": __version__},
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }

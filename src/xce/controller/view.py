@@ -1,0 +1,192 @@
+"""The controller's view of jobs and hosts, built from the same facts as the scheduler
+state: what the API shows and what decisions are checked against.
+
+Each job and host carries a `version`, bumped by every fact about it, so that a
+scheduling decision taken on an older version can be recognised as stale and dropped.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from xce.model.cluster import ClusterConfig, ResourceValue
+from xce.model.events import (
+    ConfigLoaded,
+    Event,
+    HostAdded,
+    HostRemoved,
+    HostStateChanged,
+    JobFinished,
+    JobHeld,
+    JobKilled,
+    JobRequeued,
+    JobStarted,
+    JobSubmitted,
+)
+from xce.model.jobs import JobSpec
+
+PEND, PSUSP, RUN, DONE, EXIT = "PEND", "PSUSP", "RUN", "DONE", "EXIT"
+FINISHED = (DONE, EXIT)
+LOST_EXIT_CODE = -1  # a job ended by the controller: no process exit status exists
+
+
+class JobRecord(msgspec.Struct):
+    """One job as the controller knows it (kept in snapshots when finished)."""
+
+    spec: JobSpec
+    state: str
+    start_time: float | None = None
+    end_time: float | None = None
+    hosts: dict[str, int] = {}
+    exit_code: int | None = None
+    signal: int | None = None
+    exit_reason: str = ""
+    version: int = 0
+
+
+class HostView:
+    """One host as the controller knows it. `last_heartbeat` and `unreach_since` are
+    memory only: after a restart every agent gets a fresh grace period."""
+
+    __slots__ = (
+        "closed_by_admin",
+        "jobs",
+        "last_heartbeat",
+        "model",
+        "name",
+        "resources",
+        "slots",
+        "state",
+        "static",
+        "template",
+        "type",
+        "unreach_since",
+        "version",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        slots: int,
+        type_: str,
+        model: str,
+        resources: dict[str, ResourceValue],
+        template: str | None,
+        state: str,
+        static: bool,
+    ) -> None:
+        self.name = name
+        self.slots = slots
+        self.type = type_
+        self.model = model
+        self.resources = resources
+        self.template = template
+        self.state = state
+        self.static = static
+        self.closed_by_admin = False
+        self.jobs: dict[int, int] = {}  # job -> slots here
+        self.last_heartbeat: float | None = None
+        self.unreach_since: float | None = None
+        self.version = 0
+
+    @property
+    def used(self) -> int:
+        return sum(self.jobs.values())
+
+
+class ClusterView:
+    """Jobs and hosts, kept by applying facts in log order."""
+
+    def __init__(self) -> None:
+        self.config = ClusterConfig()
+        self.jobs: dict[int, JobRecord] = {}
+        self.hosts: dict[str, HostView] = {}
+        self.last_job_id = 0
+
+    def apply(self, event: Event, time: float) -> None:
+        match event:
+            case JobSubmitted(job=spec):
+                self.jobs[spec.id] = JobRecord(spec, PSUSP if spec.hold else PEND)
+                self.last_job_id = max(self.last_job_id, spec.id)
+            case JobStarted(job=job_id, hosts=hosts, time=start):
+                job = self._job(job_id)
+                job.state, job.start_time, job.hosts = RUN, start, dict(hosts)
+                for name, slots in hosts.items():
+                    self.hosts[name].jobs[job_id] = slots
+            case JobFinished(job=job_id, time=end, exit_code=code, signal=signal, reason=why):
+                job = self._end(job_id, end)
+                job.state = DONE if code == 0 and signal is None else EXIT
+                job.exit_code, job.signal, job.exit_reason = code, signal, why
+            case JobKilled(job=job_id, time=end):
+                job = self._end(job_id, end)
+                job.state, job.exit_reason = EXIT, "killed"
+            case JobRequeued(job=job_id):
+                job = self._end(job_id, None)
+                job.state, job.start_time, job.hosts = PEND, None, {}
+            case JobHeld(job=job_id, held=held):
+                job = self._job(job_id)
+                if job.state in (PEND, PSUSP):
+                    job.state = PSUSP if held else PEND
+            case HostAdded():
+                self.hosts[event.name] = HostView(
+                    event.name, event.slots, event.type, event.model, dict(event.resources),
+                    event.template, event.state, static=False,
+                )
+            case HostStateChanged(name=name, state=state):
+                host = self.hosts[name]
+                if state == "closed":
+                    host.closed_by_admin = True
+                elif state == "ok":
+                    host.closed_by_admin = False
+                host.unreach_since = time if state == "unreach" else None
+                host.state = state
+                host.version += 1
+            case HostRemoved(name=name):
+                host = self.hosts.pop(name)
+                host.version += 1
+            case ConfigLoaded(config=config):
+                self._load(config)
+            case _:
+                pass
+
+    def _load(self, config: ClusterConfig) -> None:
+        self.config = config
+        for spec in config.hosts:
+            if spec.name not in self.hosts:
+                self.hosts[spec.name] = HostView(
+                    spec.name, spec.slots, spec.type, spec.model, dict(spec.resources),
+                    None, "ok", static=True,
+                )
+
+    def _job(self, job_id: int) -> JobRecord:
+        job = self.jobs[job_id]
+        job.version += 1
+        return job
+
+    def _end(self, job_id: int, end: float | None) -> JobRecord:
+        job = self._job(job_id)
+        for name in job.hosts:
+            host = self.hosts.get(name)
+            if host is not None:
+                host.jobs.pop(job_id, None)
+        job.end_time = end
+        return job
+
+    def forget_finished(self, before: float) -> None:
+        """Drop jobs that finished before `before` (LSF's CLEAN_PERIOD)."""
+        for job_id in [
+            j.id for j in (r.spec for r in self.jobs.values()) if self._ended_before(j.id, before)
+        ]:
+            del self.jobs[job_id]
+
+    def _ended_before(self, job_id: int, before: float) -> bool:
+        job = self.jobs[job_id]
+        return job.state in FINISHED and job.end_time is not None and job.end_time < before
+
+    def finished(self) -> list[JobRecord]:
+        return [j for j in self.jobs.values() if j.state in FINISHED]
+
+    def restore_finished(self, records: list[JobRecord]) -> None:
+        for record in records:
+            self.jobs[record.spec.id] = record
+            self.last_job_id = max(self.last_job_id, record.spec.id)
