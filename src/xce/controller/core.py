@@ -146,7 +146,7 @@ class Controller:
         for fact in self.store.read(after=last):
             self._apply(fact.time, fact.event, record=False)
             last = fact.seq
-        if self.recorder is not None:
+        if self.recorder is not None and last > 0:  # the recording starts mid-run
             for event in state_events(self.state):
                 self.recorder.event(self.clock(), event)
         log.info("recovered %d jobs, %d hosts up to fact %d",

@@ -82,6 +82,7 @@ class Recorder:
             "gone": gone,
         }
         self._write({"t": now, "s": self._sessions, **outputs})
+        self._file.flush()  # a recording of a live run is readable up to its last session
 
     def close(self) -> None:
         self._file.close()

@@ -91,14 +91,20 @@ class WorkloadError(ValueError):
 
 
 def load_workload(path: str | os.PathLike[str]) -> Workload:
-    """Read a workload, choosing the format by suffix (.swf, .swf.gz, .yaml, .yml)."""
+    """Read a workload, choosing the format by suffix (.swf, .swf.gz, .yaml, .yml, or a
+    recording: .jsonl, .jsonl.gz)."""
     lower = Path(path).name.lower()
     if lower.endswith((".swf", ".swf.gz")):
         return read_swf(path)
     if lower.endswith((".yaml", ".yml")):
         return read_yaml_jobs(path)
+    if lower.endswith((".jsonl", ".jsonl.gz")):
+        from xce.sim.recorded import read_recorded_jobs  # it builds on this module
+
+        return read_recorded_jobs(path)
     raise WorkloadError(
-        str(path), 0, "unknown workload format (expected .swf, .swf.gz, .yaml or .yml)"
+        str(path), 0,
+        "unknown workload format (expected .swf, .swf.gz, .yaml, .yml, .jsonl or .jsonl.gz)",
     )
 
 
