@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from xce import __version__
+from xce.cli.client_cmds import CLIENT_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
 from xce.cli.sched_cmd import sched
 from xce.cli.sim_cmd import sim
@@ -20,4 +21,6 @@ main.add_command(sched)
 main.add_command(init)
 main.add_command(token)
 main.add_command(controller)
+for command in CLIENT_COMMANDS:
+    main.add_command(command)
 main.add_command(sim)

@@ -1,0 +1,242 @@
+"""The controller's HTTP API from the command line: a small synchronous client, where
+the controller is and who the caller is, and the click options that say so.
+
+Where: `--controller URL`, else `$XCE_CONTROLLER`, else `http://127.0.0.1:6820`.
+Who: `--token-file FILE`, else `$XCE_TOKEN`, else `$XCE_TOKEN_FILE`, else `~/.xce/token`.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.client
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import click
+import msgspec
+
+from xce import __version__
+from xce.model.api import (
+    ApiError,
+    HostInfo,
+    HostList,
+    JobInfo,
+    JobList,
+    KillResult,
+    QueueList,
+    SessionOutput,
+    SubmitRequest,
+    Submitted,
+)
+from xce.model.result import HostDemand, Idle, ResourceDemand, SurplusHosts, SurplusTokens
+
+DEFAULT_CONTROLLER = "http://127.0.0.1:6820"
+DEFAULT_TOKEN_FILE = "~/.xce/token"
+TIMEOUT = 30.0  # seconds to connect and to wait for an answer
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class ClientError(Exception):
+    """A request that could not be made or that the controller refused. `status` is the
+    HTTP status of the controller's answer; None when there was no usable answer
+    (unreachable, not the XCE API, no token)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class Client:
+    """One method per endpoint of the controller's API; each returns the decoded answer
+    or raises ClientError."""
+
+    def __init__(self, url: str, token: str, timeout: float = TIMEOUT) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        # The controller is a cluster-internal service: never send it (and the token)
+        # through the http_proxy a user may have set for the internet.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def submit(self, request: SubmitRequest) -> Submitted:
+        return self._post("/jobs", Submitted, request)
+
+    def jobs(self, user: str | None = None, state: str | None = None) -> JobList:
+        """`user`: a name or `all` (default: the caller); `state`: pend, run, done, exit
+        or all (default: unfinished and recently finished jobs)."""
+        query = {key: value for key, value in (("user", user), ("state", state)) if value}
+        return self._get("/jobs", JobList, query)
+
+    def job(self, job: int) -> JobInfo:
+        return self._get(f"/jobs/{job}", JobInfo)
+
+    def kill(self, job: int) -> KillResult:
+        return self._post(f"/jobs/{job}/kill", KillResult)
+
+    def hosts(self) -> HostList:
+        return self._get("/hosts", HostList)
+
+    def close_host(self, name: str) -> HostInfo:
+        return self._post(f"/hosts/{_segment(name)}/close", HostInfo)
+
+    def open_host(self, name: str) -> HostInfo:
+        return self._post(f"/hosts/{_segment(name)}/open", HostInfo)
+
+    def queues(self) -> QueueList:
+        return self._get("/queues", QueueList)
+
+    def demand(self) -> SessionOutput:
+        """The last session's demand (`demand` filled; read it with `session_demand`)."""
+        return self._get("/demand", SessionOutput)
+
+    def idle(self) -> SessionOutput:
+        """The last session's idle supply (`idle` filled; read it with `session_idle`)."""
+        return self._get("/idle", SessionOutput)
+
+    def _get(self, path: str, answer: type[T], query: Mapping[str, str] | None = None) -> T:
+        url = self.url + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
+        return self._call(urllib.request.Request(url, method="GET"), answer)
+
+    def _post(self, path: str, answer: type[T], body: msgspec.Struct | None = None) -> T:
+        data = b"" if body is None else msgspec.json.encode(body)
+        request = urllib.request.Request(self.url + path, data=data, method="POST")
+        request.add_header("Content-Type", "application/json")
+        return self._call(request, answer)
+
+    def _call(self, request: urllib.request.Request, answer: type[T]) -> T:
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        request.add_header("User-Agent", f"xce/{__version__}")
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as err:
+            raise _refusal(err) from None
+        except (OSError, http.client.HTTPException) as err:
+            reason = err.reason if isinstance(err, urllib.error.URLError) else err
+            raise ClientError(f"cannot reach the controller at {self.url}: {reason}") from None
+        try:
+            return msgspec.json.decode(payload, type=answer)
+        except msgspec.DecodeError as err:
+            raise ClientError(
+                f"unexpected answer from the controller at {self.url}: {err}"
+            ) from None
+
+
+def _segment(name: str) -> str:
+    """A host name as one URL path segment."""
+    return urllib.parse.quote(name, safe="")
+
+
+def _refusal(err: urllib.error.HTTPError) -> ClientError:
+    """The controller's own message (`ApiError`), else the HTTP status line."""
+    try:
+        message = msgspec.json.decode(err.read(), type=ApiError).error
+    except (OSError, msgspec.DecodeError):
+        message = f"the controller answered {err.code} {err.reason}"
+    return ClientError(message, err.code)
+
+
+# ---------------------------------------------------------------- demand and idle supply
+class SessionSurplus(msgspec.Struct, frozen=True):
+    """In-flight supply that no pending job needs (FORMATS.md: demand `surplus`)."""
+
+    hosts: list[SurplusHosts] = []
+    resources: list[SurplusTokens] = []
+
+
+class SessionDemand(msgspec.Struct, frozen=True):
+    """The demand object of FORMATS.md ("Session result: demand and idle")."""
+
+    hosts: list[HostDemand] = []
+    resources: list[ResourceDemand] = []
+    surplus: SessionSurplus = SessionSurplus()
+
+
+def session_demand(output: SessionOutput) -> SessionDemand:
+    """The typed demand of a `GET /demand` answer (empty when there is none)."""
+    return _convert(output.demand, SessionDemand, "demand")
+
+
+def session_idle(output: SessionOutput) -> Idle:
+    """The typed idle supply of a `GET /idle` answer (empty when there is none)."""
+    return _convert(output.idle, Idle, "idle supply")
+
+
+def _convert(shape: dict[str, Any] | None, answer: type[T], what: str) -> T:
+    try:
+        return msgspec.convert(shape or {}, answer)
+    except msgspec.ValidationError as err:
+        raise ClientError(f"unexpected {what} from the controller: {err}") from None
+
+
+# ---------------------------------------------------------------- where and who
+def controller_url(option: str | None) -> str:
+    """`--controller`, else $XCE_CONTROLLER, else the default; `host:port` means http."""
+    url = option or os.environ.get("XCE_CONTROLLER") or DEFAULT_CONTROLLER
+    if "://" not in url:
+        url = f"http://{url}"
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise ClientError(f"the controller URL must start with http:// or https://: {url}")
+    return url.rstrip("/")
+
+
+def read_token(token_file: str | None) -> str:
+    """`--token-file`, else $XCE_TOKEN, else $XCE_TOKEN_FILE, else ~/.xce/token."""
+    if token_file is None:
+        token = os.environ.get("XCE_TOKEN", "").strip()
+        if token:
+            return token
+        token_file = os.environ.get("XCE_TOKEN_FILE") or DEFAULT_TOKEN_FILE
+    path = Path(token_file).expanduser()
+    try:
+        token = path.read_text().strip()
+    except OSError as err:
+        raise ClientError(
+            f"cannot read the token file {path}: {err.strerror} "
+            "(give --token-file FILE, or set XCE_TOKEN or XCE_TOKEN_FILE)"
+        ) from None
+    if not token:
+        raise ClientError(f"the token file {path} is empty")
+    return token
+
+
+class Failure(click.ClickException):
+    """A command that failed: `xce: <message>` on stderr, exit status 1."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"xce: {self.format_message()}", file=file, err=True)
+
+
+def with_client(command: Callable[..., R]) -> Callable[..., R]:
+    """Give a click command `--controller` and `--token-file`; it receives a connected
+    `Client` as its first argument. A ClientError ends it with `xce: <message>`."""
+
+    @click.option(
+        "--controller",
+        metavar="URL",
+        help=f"The controller [default: $XCE_CONTROLLER, else {DEFAULT_CONTROLLER}].",
+    )
+    @click.option(
+        "--token-file",
+        type=click.Path(dir_okay=False),
+        help="File holding your token [default: $XCE_TOKEN, else $XCE_TOKEN_FILE, "
+        f"else {DEFAULT_TOKEN_FILE}].",
+    )
+    @functools.wraps(command)
+    def run(*args: Any, controller: str | None, token_file: str | None, **kwargs: Any) -> R:
+        try:
+            client = Client(controller_url(controller), read_token(token_file))
+            return command(client, *args, **kwargs)
+        except ClientError as err:
+            raise Failure(err.message) from err
+
+    return run

@@ -1,0 +1,482 @@
+"""The commands that talk to the controller, in LSF's words and layouts: `submit`
+(bsub), `jobs` (bjobs), `kill` (bkill), `hosts` (bhosts), `queues` (bqueues),
+`host close|open` (badmin hclose|hopen), and `demand` / `idle` for elastic supply.
+
+Output is plain text in aligned columns, as LSF prints it, so that grep and awk can
+read it; `--json` prints the API's answer instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from collections.abc import Callable, Collection, Sequence
+from typing import TypeVar
+
+import click
+import msgspec
+
+from xce.cli.client import Client, ClientError, session_demand, session_idle, with_client
+from xce.model.api import HostInfo, JobInfo, JobList, QueueInfo, SessionOutput, SubmitRequest
+from xce.model.cluster import ResourceValue
+from xce.model.result import number
+
+T = TypeVar("T")
+
+PENDING = ("PEND", "PSUSP")
+# The `state` values of `GET /jobs` that -p, -r and -d ask for, and the job states each
+# one selects (to filter jobs given by id the same way).
+STATE_FILTERS = {"run": ("RUN",), "pend": PENDING, "finished": ("DONE", "EXIT")}
+JOB_NAME_WIDTH = 10  # LSF's JOB_NAME column: longer names show their end after a `*`
+SEPARATOR = "-" * 78  # between jobs in `jobs -l`, as bjobs -l
+
+
+# ---------------------------------------------------------------- formatting
+def table(header: Sequence[str], rows: Sequence[Sequence[str]],
+          right: Collection[str] = ()) -> list[str]:
+    """Plain text columns two spaces apart: the header line, then one line per row.
+    Columns named in `right` (numbers) are right-aligned; no trailing blanks."""
+    widths = [max(map(len, column)) for column in zip(header, *rows, strict=True)]
+    return [
+        "  ".join(
+            cell.rjust(width) if name in right else cell.ljust(width)
+            for name, cell, width in zip(header, line, widths, strict=True)
+        ).rstrip()
+        for line in (header, *rows)
+    ]
+
+
+def short_time(stamp: float) -> str:
+    """`Nov 29 18:40` in local time, as LSF's SUBMIT_TIME (ctime's day padding)."""
+    return time.ctime(stamp)[4:16]
+
+
+def long_time(stamp: float) -> str:
+    """`Fri Nov 29 18:40:05` in local time, as bjobs -l."""
+    return time.ctime(stamp)[:19]
+
+
+def exec_host_parts(hosts: dict[str, int]) -> list[str]:
+    """`2*n01`, or `n01` for one slot, as LSF names execution hosts."""
+    return [f"{slots}*{name}" if slots > 1 else name for name, slots in hosts.items()]
+
+
+def job_name(job: JobInfo, wide: bool) -> str:
+    """The job name (by default the command line), shortened like LSF unless `wide`."""
+    name = job.name or shlex.join(job.command)
+    if wide or len(name) <= JOB_NAME_WIDTH:
+        return name
+    return "*" + name[-(JOB_NAME_WIDTH - 1):]
+
+
+def reason_line(reason: str) -> str:
+    """A pend reason as bjobs prints it: indented by one blank, ending in `;`."""
+    return f" {reason.rstrip('.;')};"
+
+
+JOB_COLUMNS = ("JOBID", "USER", "STAT", "QUEUE", "EXEC_HOST", "JOB_NAME", "SUBMIT_TIME")
+
+
+def jobs_lines(jobs: Sequence[JobInfo], wide: bool = False, reasons: bool = False) -> list[str]:
+    """The bjobs table; with `reasons`, each pending job's reason under its line."""
+    header, *rows = table(JOB_COLUMNS, [
+        [str(job.id), job.user, job.state, job.queue, ":".join(exec_host_parts(job.exec_hosts)),
+         job_name(job, wide), short_time(job.submit_time)]
+        for job in jobs
+    ])
+    lines = [header]
+    for job, row in zip(jobs, rows, strict=True):
+        lines.append(row)
+        if reasons and job.pend_reason:
+            lines.append(reason_line(job.pend_reason))
+    return lines
+
+
+def _ending(job: JobInfo) -> str:
+    """`Done successfully.`, `Exited with exit code 1.`, `Exited by signal 15: killed.`"""
+    if job.state == "DONE":
+        ending = "Done successfully"
+    elif job.signal is not None:
+        ending = f"Exited by signal {job.signal}"
+    elif job.exit_code is not None:
+        ending = f"Exited with exit code {job.exit_code}"
+    else:
+        ending = "Exited"  # ended before it started
+    reason = job.exit_reason.rstrip(".")
+    return f"{ending}: {reason}." if reason else f"{ending}."
+
+
+def job_long(job: JobInfo) -> list[str]:
+    """One job as bjobs -l shows it: who and what, then dated events, then why it pends."""
+    head = [f"Job <{job.id}>"]
+    if job.name:
+        head.append(f"Job Name <{job.name}>")
+    head += [f"User <{job.user}>", f"Status <{job.state}>", f"Queue <{job.queue}>",
+             f"Command <{shlex.join(job.command)}>"]
+    submitted = ["Submitted"]
+    if job.cwd:
+        submitted.append(f"CWD <{job.cwd}>")
+    if job.output:
+        submitted.append(f"Output File <{job.output}>")
+    if job.error:
+        submitted.append(f"Error File <{job.error}>")
+    submitted.append(f"{job.n} Task(s) Requested")
+    if job.res:
+        submitted.append(f"Requested Resources <{job.res}>")
+    lines = [", ".join(head), f"{long_time(job.submit_time)}: {', '.join(submitted)};"]
+    if job.start_time is not None:
+        hosts = " ".join(f"<{part}>" for part in exec_host_parts(job.exec_hosts))
+        lines.append(f"{long_time(job.start_time)}: Started {job.n} Task(s) on Host(s) {hosts};")
+    if job.end_time is not None:
+        lines.append(f"{long_time(job.end_time)}: {_ending(job)}")
+    if job.state in PENDING and job.pend_reason:
+        lines += ["", " PENDING REASONS:", reason_line(job.pend_reason)]
+    return lines
+
+
+def host_status(host: HostInfo) -> str:
+    """The STATUS column: the host state, `closed_Adm` when an admin closed it."""
+    return "closed_Adm" if host.closed_by_admin else host.state
+
+
+HOST_COLUMNS = ("HOST_NAME", "STATUS", "MAX", "NJOBS", "RUN")
+HOST_NUMBERS = ("MAX", "NJOBS", "RUN")
+
+
+def _host_row(host: HostInfo) -> list[str]:
+    return [host.name, host_status(host), str(host.slots), str(host.used), str(host.used)]
+
+
+def hosts_lines(hosts: Sequence[HostInfo]) -> list[str]:
+    """The bhosts table. NJOBS and RUN both count used slots: XCE suspends no job."""
+    return table(HOST_COLUMNS, [_host_row(host) for host in hosts], HOST_NUMBERS)
+
+
+def resources_text(resources: dict[str, ResourceValue]) -> str:
+    """`mem=64000 ssd`: numeric resources with their value, true booleans by name."""
+    return " ".join(
+        name if value is True else f"{name}={number(value)}"
+        for name, value in resources.items()
+        if value is not False
+    )
+
+
+def host_long(host: HostInfo) -> list[str]:
+    """One host as a block, like bhosts -l, with what XCE knows of it."""
+    heartbeat = host.last_heartbeat
+    details = (
+        ("TYPE", host.type),
+        ("MODEL", host.model),
+        ("TEMPLATE", host.template or ""),
+        ("HEARTBEAT", long_time(heartbeat) if heartbeat is not None else ""),
+        ("RESOURCES", resources_text(host.resources)),
+        ("JOBS", " ".join(map(str, host.jobs))),
+    )
+    return [
+        f"HOST  {host.name}",
+        *table(HOST_COLUMNS[1:], [_host_row(host)[1:]], HOST_NUMBERS),
+        *(f"{key:<10} {value or '-'}" for key, value in details),
+    ]
+
+
+def queues_lines(queues: Sequence[QueueInfo]) -> list[str]:
+    """The bqueues table."""
+    return table(
+        ("QUEUE_NAME", "PRIO", "STATUS", "NJOBS", "PEND", "RUN"),
+        [[q.name, str(q.priority), q.status, str(q.njobs), str(q.pend), str(q.run)]
+         for q in queues],
+        ("PRIO", "NJOBS", "PEND", "RUN"),
+    )
+
+
+def _pool(resource: str) -> list[str]:
+    """`hspice/cloud` -> [hspice, cloud]; a resource of one pool -> [vcs, -]."""
+    name, _, pool = resource.partition("/")
+    return [name, pool or "-"]
+
+
+def _amount(value: float) -> str:
+    return str(number(value))
+
+
+def _session_report(output: SessionOutput, sections: Sequence[tuple[str, list[str]]],
+                    nothing: str) -> list[str]:
+    """`Session N at <time>`, then each titled table, or `nothing` when there is none."""
+    if output.time is None:
+        return ["No scheduling session has run yet."]
+    lines = [f"Session {output.session} at {long_time(output.time)}"]
+    for title, rows in sections:
+        lines += ["", title, *rows]
+    return lines if sections else [*lines, nothing]
+
+
+def demand_lines(output: SessionOutput) -> list[str]:
+    """The last session's demand: hosts to request per template, tokens per resource,
+    and in-flight supply that no pending job needs."""
+    demand = session_demand(output)
+    sections: list[tuple[str, list[str]]] = []
+    if demand.hosts:
+        sections.append(("Hosts to request:", table(
+            ("TEMPLATE", "NEW_HOSTS", "IN_FLIGHT_USED", "JOBS"),
+            [[h.template, str(h.count), str(h.in_flight_used), str(len(h.jobs))]
+             for h in demand.hosts],
+            ("NEW_HOSTS", "IN_FLIGHT_USED", "JOBS"),
+        )))
+    if demand.resources:
+        sections.append(("Tokens to obtain:", table(
+            ("RESOURCE", "POOL", "AMOUNT", "IN_FLIGHT_USED", "JOBS"),
+            [[*_pool(r.resource), _amount(r.amount), _amount(r.in_flight_used),
+              str(len(r.jobs))] for r in demand.resources],
+            ("AMOUNT", "IN_FLIGHT_USED", "JOBS"),
+        )))
+    surplus = demand.surplus
+    if surplus.hosts:
+        sections.append(("Surplus hosts in flight (no pending job needs them):", table(
+            ("TEMPLATE", "HOSTS"), [[s.template, str(s.count)] for s in surplus.hosts],
+            ("HOSTS",),
+        )))
+    if surplus.resources:
+        sections.append(("Surplus tokens in flight (no pending job needs them):", table(
+            ("RESOURCE", "POOL", "AMOUNT"),
+            [[*_pool(t.resource), _amount(t.amount)] for t in surplus.resources],
+            ("AMOUNT",),
+        )))
+    return _session_report(output, sections, "No demand.")
+
+
+def idle_lines(output: SessionOutput) -> list[str]:
+    """The last session's idle supply: provisioned hosts without work, unused tokens."""
+    idle = session_idle(output)
+    sections: list[tuple[str, list[str]]] = []
+    if idle.hosts:
+        sections.append(("Idle hosts:", table(
+            ("HOST", "TEMPLATE", "IDLE_FOR"),
+            [[h.host, h.template, f"{_amount(h.idle_for)}s"] for h in idle.hosts],
+            ("IDLE_FOR",),
+        )))
+    if idle.resources:
+        sections.append(("Idle tokens:", table(
+            ("RESOURCE", "POOL", "AMOUNT"),
+            [[*_pool(r.resource), _amount(r.amount)] for r in idle.resources],
+            ("AMOUNT",),
+        )))
+    return _session_report(output, sections, "No idle supply.")
+
+
+def _echo_lines(lines: Sequence[str]) -> None:
+    if lines:
+        click.echo("\n".join(lines))
+
+
+def _echo_json(answer: msgspec.Struct) -> None:
+    click.echo(msgspec.json.encode(answer).decode())
+
+
+def _for_job(job: int, action: Callable[[int], T]) -> T | None:
+    """`action(job)`, or None after printing the controller's refusal (which names the
+    job, as LSF's messages do). An unreachable controller or a refused token ends the
+    command: the next job would fail the same way."""
+    try:
+        return action(job)
+    except ClientError as err:
+        if err.status in (None, 401):
+            raise
+        named = err.message.startswith(f"Job <{job}>")
+        click.echo(f"xce: {err.message if named else f'Job <{job}>: {err.message}'}", err=True)
+        return None
+
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True,
+                           help="Print the controller's JSON answer.")
+
+
+# ---------------------------------------------------------------- commands
+@click.command(context_settings={"allow_interspersed_args": False})
+@click.argument("command", metavar="[--] COMMAND [ARG]...", nargs=-1, required=True)
+@click.option("-n", "tasks", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Number of tasks (slots).")
+@click.option("-R", "res", default="", metavar="REQ",
+              help='Resource requirement, e.g. "select[mem>4000] span[hosts=1]".')
+@click.option("-q", "queue", default="", metavar="QUEUE",
+              help="Queue [default: the first configured queue].")
+@click.option("-J", "name", default="", metavar="NAME", help="Job name.")
+@click.option("-o", "output", default="", metavar="FILE",
+              help="Standard output file on the execution host (%J: the job id).")
+@click.option("-e", "error", default="", metavar="FILE",
+              help="Standard error file [default: with the standard output].")
+@click.option("-H", "hold", is_flag=True, help="Hold the job: it pends in PSUSP.")
+@click.option("--cwd", metavar="DIR", help="Working directory [default: the current one].")
+@click.option("-u", "user", default="", metavar="USER",
+              help="Submit as USER (admins only).")
+@with_client
+def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue: str,
+           name: str, output: str, error: str, hold: bool, cwd: str | None, user: str) -> None:
+    """Submit COMMAND as a job, like bsub.
+
+    The job runs in the current directory with the current environment (except
+    XCE_TOKEN). Options end at the first word of COMMAND; put -- before a COMMAND
+    that starts with a dash.
+    """
+    request = SubmitRequest(
+        command=list(command), n=tasks, res=res, queue=queue, name=name,
+        cwd=os.path.abspath(cwd) if cwd else os.getcwd(),
+        # The token is a credential: it must not be stored in the job record.
+        env={key: value for key, value in os.environ.items() if key != "XCE_TOKEN"},
+        output=output, error=error, hold=hold, user=user,
+    )
+    submitted = client.submit(request)
+    click.echo(f"Job <{submitted.job}> is submitted to queue <{submitted.queue}>.")
+
+
+def _nothing_found(selected: Sequence[str]) -> str:
+    """LSF's message when no job matches (bjobs prints it on stderr, exit status 255)."""
+    if not selected:
+        return "No unfinished job found"
+    if selected == ["pend"]:
+        return "No pending job found"
+    if selected == ["run"]:
+        return "No running job found"
+    if selected == ["finished"]:
+        return "No DONE/EXIT job found"
+    return "No job found"
+
+
+@click.command("jobs")
+@click.argument("job_ids", metavar="[JOBID]...", nargs=-1, type=int)
+@click.option("-u", "user", metavar="USER|all",
+              help="Jobs of USER, or of all users [default: yours; all for an admin].")
+@click.option("-p", "pending", is_flag=True, help="Pending jobs, each with its pending reason.")
+@click.option("-r", "running", is_flag=True, help="Running jobs.")
+@click.option("-d", "finished", is_flag=True, help="Recently finished jobs (DONE and EXIT).")
+@click.option("-a", "every", is_flag=True, help="Jobs in every state.")
+@click.option("-l", "long", is_flag=True, help="Long format: one block per job.")
+@click.option("-w", "wide", is_flag=True, help="Wide format: job names in full.")
+@JSON_OPTION
+@with_client
+def jobs(client: Client, job_ids: tuple[int, ...], user: str | None, pending: bool,
+         running: bool, finished: bool, every: bool, long: bool, wide: bool,
+         as_json: bool) -> None:
+    """Show jobs, like bjobs: by default your unfinished (pending and running) jobs;
+    -d recently finished ones, -a all. With JOBIDs, those jobs (-u is then ignored)."""
+    selected = ["all"] if every else [
+        state for state, chosen in zip(STATE_FILTERS, (running, pending, finished), strict=True)
+        if chosen
+    ]
+    failed = False
+    if job_ids:
+        found = [job for job in (_for_job(i, client.job) for i in job_ids) if job is not None]
+        failed = len(found) < len(job_ids)
+        if selected and not every:
+            wanted = {state for name in selected for state in STATE_FILTERS[name]}
+            found = [job for job in found if job.state in wanted]
+    else:
+        states: list[str | None] = [*selected] or ["unfinished"]  # bjobs: unfinished jobs
+        found = [job for state in states for job in client.jobs(user, state).jobs]
+    context = click.get_current_context()
+    if as_json:
+        _echo_json(JobList(jobs=found))
+    elif found and long:
+        _echo_lines([line for i, job in enumerate(found)
+                     for line in ([SEPARATOR] if i else []) + job_long(job)])
+    elif found:
+        _echo_lines(jobs_lines(found, wide=wide, reasons=pending))
+    elif not failed:
+        click.echo(_nothing_found(selected), err=True)
+        context.exit(255)
+    if failed:
+        context.exit(1)
+
+
+@click.command()
+@click.argument("job_ids", metavar="JOBID...", nargs=-1, type=int, required=True)
+@with_client
+def kill(client: Client, job_ids: tuple[int, ...]) -> None:
+    """Kill jobs, like bkill: a pending job ends at once, a running one is signalled."""
+    failed = False
+    for job in job_ids:
+        if _for_job(job, client.kill) is None:
+            failed = True
+        else:
+            click.echo(f"Job <{job}> is being terminated")
+    if failed:
+        click.get_current_context().exit(1)
+
+
+@click.command()
+@click.option("-l", "long", is_flag=True,
+              help="Long format: resources, type, model, template, last heartbeat, jobs.")
+@JSON_OPTION
+@with_client
+def hosts(client: Client, long: bool, as_json: bool) -> None:
+    """Show hosts and their slots, like bhosts."""
+    answer = client.hosts()
+    if as_json:
+        _echo_json(answer)
+    elif long:
+        _echo_lines([line for i, host in enumerate(answer.hosts)
+                     for line in ([""] if i else []) + host_long(host)])
+    else:
+        _echo_lines(hosts_lines(answer.hosts))
+
+
+@click.command()
+@JSON_OPTION
+@with_client
+def queues(client: Client, as_json: bool) -> None:
+    """Show queues and their jobs, like bqueues."""
+    answer = client.queues()
+    if as_json:
+        _echo_json(answer)
+    else:
+        _echo_lines(queues_lines(answer.queues))
+
+
+@click.command()
+@JSON_OPTION
+@with_client
+def demand(client: Client, as_json: bool) -> None:
+    """Show the supply the last scheduling session found missing."""
+    answer = client.demand()
+    if as_json:
+        _echo_json(answer)
+    else:
+        _echo_lines(demand_lines(answer))
+
+
+@click.command()
+@JSON_OPTION
+@with_client
+def idle(client: Client, as_json: bool) -> None:
+    """Show the provisioned supply the last scheduling session found idle."""
+    answer = client.idle()
+    if as_json:
+        _echo_json(answer)
+    else:
+        _echo_lines(idle_lines(answer))
+
+
+@click.group()
+def host() -> None:
+    """Close a host to new jobs or open it again (admins), like badmin hclose/hopen."""
+
+
+@host.command("close")
+@click.argument("name", metavar="HOST")
+@with_client
+def close_host(client: Client, name: str) -> None:
+    """Close HOST: running jobs go on, no new job starts there."""
+    closed = client.close_host(name)
+    click.echo(f"Host <{closed.name}> closed.")
+
+
+@host.command("open")
+@click.argument("name", metavar="HOST")
+@with_client
+def open_host(client: Client, name: str) -> None:
+    """Open HOST again to new jobs."""
+    opened = client.open_host(name)
+    click.echo(f"Host <{opened.name}> opened.")
+
+
+CLIENT_COMMANDS: list[click.Command] = [submit, jobs, kill, hosts, queues, demand, idle, host]
