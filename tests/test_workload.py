@@ -211,7 +211,8 @@ def test_load_workload_refuses_unknown_suffixes(tmp_path: Path) -> None:
     with pytest.raises(WorkloadError) as err:
         load_workload(path)
     assert str(err.value) == (
-        f"{path}:0: unknown workload format (expected .swf, .swf.gz, .yaml or .yml)"
+        f"{path}:0: unknown workload format "
+        "(expected .swf, .swf.gz, .yaml, .yml, .jsonl or .jsonl.gz)"
     )
     assert isinstance(err.value, ValueError)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from xce import __version__
+from xce.cli.agent_cmd import agent
 from xce.cli.client_cmds import CLIENT_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
 from xce.cli.sched_cmd import sched
@@ -21,6 +22,7 @@ main.add_command(sched)
 main.add_command(init)
 main.add_command(token)
 main.add_command(controller)
+main.add_command(agent)
 for command in CLIENT_COMMANDS:
     main.add_command(command)
 main.add_command(sim)

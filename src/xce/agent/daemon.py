@@ -1,0 +1,212 @@
+"""The agent's loop: register with the controller, then heartbeat (docs/agent.md).
+
+Each heartbeat says which jobs run and which ended (again until acknowledged); the
+reply says which to start, which to kill, which reports to forget. The controller
+being down changes nothing for the jobs: the agent retries with backoff and never kills
+a job on its own. Stopping the agent (SIGTERM) leaves its jobs running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import signal
+from dataclasses import dataclass
+from typing import TypeVar
+from urllib.parse import quote
+
+import aiohttp
+import msgspec
+
+from xce.agent.jobs import JobStore
+from xce.model.api import (
+    ApiError,
+    Heartbeat,
+    HeartbeatReply,
+    Registered,
+    RegisterRequest,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# The controller answers a heartbeat with these when it does not know the agent (any
+# more, e.g. after its own restart): register again.
+REREGISTER = (404, 409)
+MIN_INTERVAL = 0.01  # never a busy loop, whatever the controller says
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """How the agent reaches the controller and what it registers."""
+
+    controller: str  # base URL, e.g. http://ctl:8700
+    name: str
+    token: str
+    host: RegisterRequest
+    retry_min: float = 1.0  # backoff while the controller cannot be reached
+    retry_max: float = 30.0
+    request_timeout: float = 10.0
+    kill_check: float = 0.5  # how often killed jobs past their grace get SIGKILL
+
+
+class ControllerError(Exception):
+    """A request that failed: no answer, an error answer (`status`), or a bad reply."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Controller:
+    """The controller's agent endpoints."""
+
+    def __init__(self, http: aiohttp.ClientSession, settings: AgentSettings) -> None:
+        self.http = http
+        self.base = f"{settings.controller.rstrip('/')}/agents/{quote(settings.name, safe='')}"
+
+    async def register(self, request: RegisterRequest) -> Registered:
+        return await self._post("register", request, Registered)
+
+    async def heartbeat(self, beat: Heartbeat) -> HeartbeatReply:
+        return await self._post("heartbeat", beat, HeartbeatReply)
+
+    async def _post(self, action: str, body: object, reply: type[T]) -> T:
+        url = f"{self.base}/{action}"
+        try:
+            async with self.http.post(url, data=msgspec.json.encode(body)) as response:
+                payload = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise ControllerError(f"{url}: {str(err) or type(err).__name__}") from err
+        if response.status >= 400:
+            raise ControllerError(
+                f"{url}: HTTP {response.status}: {error_message(payload)}", response.status
+            )
+        try:
+            return msgspec.json.decode(payload, type=reply)
+        except msgspec.DecodeError as err:
+            raise ControllerError(f"{url}: unexpected reply: {err}") from err
+
+
+def error_message(payload: bytes) -> str:
+    """The `error` of an ApiError body, else the start of the body."""
+    try:
+        return msgspec.json.decode(payload, type=ApiError).error
+    except msgspec.DecodeError:
+        return payload[:200].decode(errors="replace") or "(no body)"
+
+
+class Backoff:
+    """Exponential delays between retries, from `low` to `high`, with jitter so that
+    the agents of a cluster do not all come back at the same moment."""
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+        self.next_delay = low
+
+    def reset(self) -> None:
+        self.next_delay = self.low
+
+    def delay(self) -> float:
+        delay = self.next_delay
+        self.next_delay = min(self.high, delay * 2)
+        return delay * random.uniform(0.5, 1.0)
+
+
+class Agent:
+    """One host's agent: the job store driven by the controller."""
+
+    def __init__(self, settings: AgentSettings, store: JobStore) -> None:
+        self.settings = settings
+        self.store = store
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Serve the controller until `stop` is set (jobs keep running) or the loop
+        fails (the error is raised)."""
+        headers = {
+            "Authorization": f"Bearer {self.settings.token}",
+            "Content-Type": "application/json",
+        }
+        timeout = aiohttp.ClientTimeout(total=self.settings.request_timeout)
+        async with aiohttp.ClientSession(headers=headers, timeout=timeout) as http:
+            stopped = asyncio.create_task(stop.wait())
+            tasks = {
+                asyncio.create_task(self._serve(Controller(http, self.settings))),
+                asyncio.create_task(self._enforce_kills()),
+                stopped,
+            }
+            try:
+                done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            for task in done - {stopped}:
+                task.result()  # the loops never end but by an error: raise it
+        log.info("agent %s stopped; its jobs keep running", self.settings.name)
+
+    async def _serve(self, controller: Controller) -> None:
+        backoff = Backoff(self.settings.retry_min, self.settings.retry_max)
+        registered = False
+        while True:
+            try:
+                if registered:
+                    wait = await self._heartbeat(controller)
+                else:
+                    wait = await self._register(controller)
+                    registered = True
+                backoff.reset()
+            except ControllerError as err:
+                if registered and err.status in REREGISTER:
+                    log.warning("%s: registering again", err)
+                    registered, wait = False, 0.0
+                else:
+                    wait = backoff.delay()
+                    log.warning("%s; retrying in %.1f s", err, wait)
+            await asyncio.sleep(wait)
+
+    async def _register(self, controller: Controller) -> float:
+        """Register, naming the jobs that still run here (after an agent restart): the
+        controller keeps them, or lists those it no longer runs here to be killed."""
+        running = self.store.running()
+        reply = await controller.register(
+            msgspec.structs.replace(self.settings.host, running=running)
+        )
+        log.info(
+            "registered with %s as %s (%d running job(s))",
+            self.settings.controller,
+            self.settings.name,
+            len(running),
+        )
+        for job in reply.kill:
+            self.store.kill(job)
+        return max(reply.heartbeat_interval, MIN_INTERVAL)
+
+    async def _heartbeat(self, controller: Controller) -> float:
+        # Running first: a job that ends in between is then in both lists, never in none.
+        running = self.store.running()
+        beat = Heartbeat(running=running, finished=self.store.finished())
+        reply = await controller.heartbeat(beat)
+        # Acks first: a job requeued with the same id may be started again in this reply.
+        self.store.ack(reply.ack)
+        for launch in reply.start:
+            self.store.start(launch)
+        for job in reply.kill:
+            self.store.kill(job)
+        return max(reply.heartbeat_interval, MIN_INTERVAL)
+
+    async def _enforce_kills(self) -> None:
+        while True:
+            self.store.escalate()
+            await asyncio.sleep(self.settings.kill_check)
+
+
+async def run_agent(settings: AgentSettings, store: JobStore) -> None:
+    """The agent until SIGTERM or SIGINT."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("agent %s: state in %s", settings.name, store.root.parent)
+    await Agent(settings, store).run(stop)

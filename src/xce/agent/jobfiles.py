@@ -1,0 +1,115 @@
+"""The files of one job directory, shared by the agent and the shim (docs/agent.md).
+
+The agent writes `launch.json` (and `held.json`, `kill.json`); the shim holds a lock on
+`lock` for as long as it lives, writes `pids.json` and `status.json`, and sends its own
+errors to `shim.log`. Every JSON file is replaced atomically, never written in place.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+LAUNCH = "launch.json"  # the Launch struct, as the controller sent it
+HELD = "held.json"  # a job that only holds slots here (Launch.run false)
+KILL = "kill.json"  # the controller asked for the job to end
+LOCK = "lock"  # locked by the shim while it lives
+PIDS = "pids.json"
+STATUS = "status.json"
+SHIM_LOG = "shim.log"
+DEFAULT_OUTPUT = "stdout"
+
+
+class Status(msgspec.Struct, frozen=True):
+    """How a job ended. `exit_code` is 128+signal when a signal ended it, like a shell."""
+
+    exit_code: int
+    signal: int | None
+    start: float
+    end: float
+    run_time: float
+
+
+class Pids(msgspec.Struct, frozen=True):
+    """The shim and the job's first process (the leader of the job's process group),
+    each with its start time in clock ticks since boot, so a reused pid is not mistaken
+    for them."""
+
+    shim: int
+    shim_start: int
+    job: int
+    job_start: int
+
+
+class Held(msgspec.Struct, frozen=True):
+    """Slots held for a parallel job whose command runs on another host."""
+
+    start: float
+
+
+class KillRequest(msgspec.Struct, frozen=True):
+    """When the kill was first asked for: SIGKILL follows after the grace period."""
+
+    time: float
+
+
+def write_atomic(path: Path, value: object) -> None:
+    """Write `value` as JSON: a temporary file, fsync, rename, fsync of the directory."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as file:
+        file.write(msgspec.json.encode(value))
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def read(path: Path, kind: type[T]) -> T | None:
+    """The JSON file at `path` as `kind`, or None when there is no such file."""
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=kind)
+    except FileNotFoundError:
+        return None
+
+
+def process_start_time(pid: int) -> int | None:
+    """When process `pid` started (field 22 of /proc/PID/stat), or None if there is none."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces and parentheses: split after it.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def lock(path: Path) -> int:
+    """Create `path` if needed and lock it; the lock lasts while the descriptor is open
+    in any process (the agent hands it to the shim)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def is_locked(path: Path) -> bool:
+    """Whether a live process holds the lock on `path` (no file: nobody does)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also releases our lock when we got it
+    return False

@@ -1,0 +1,219 @@
+"""The agent's job store: one directory per job under STATE/jobs/ (docs/agent.md).
+
+Everything the agent knows about a job is in its directory, so an agent that restarts
+(or is replaced by a newer one) finds its jobs again: a job runs while its shim holds
+the directory's lock, and has ended once `status.json` exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from xce.agent import jobfiles
+from xce.agent.jobfiles import HELD, KILL, LAUNCH, LOCK, PIDS, STATUS, Held, KillRequest, Status
+from xce.model.api import JobReport, Launch
+
+log = logging.getLogger(__name__)
+
+# A job whose shim ended without writing its status (the host rebooted, the shim was
+# killed): its exit code is unknown.
+LOST_EXIT_CODE = -1
+DEFAULT_KILL_GRACE = 10.0
+# Removed on ack, `launch.json` first: a directory without it is no job any more.
+# What stays is the job's default output file and a shim.log that says something.
+BOOKKEEPING = (LAUNCH, HELD, KILL, PIDS, STATUS, LOCK)
+
+
+class StateDirError(Exception):
+    """A state directory the agent must not trust."""
+
+
+def check_state_dir(state_dir: Path) -> None:
+    """Create the state directory, or make sure that nobody else could have put jobs
+    into it (the default lies in /tmp, where anyone may create it first): it must
+    belong to the agent's user, and not be writable by others."""
+    state_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+    stat = state_dir.stat()
+    if stat.st_uid != os.geteuid() or stat.st_mode & 0o022:
+        raise StateDirError(
+            f"{state_dir} belongs to another user or is writable by others: "
+            "choose another --state-dir"
+        )
+
+
+class JobStore:
+    """The jobs of this host, in `state_dir/jobs/<job id>/`."""
+
+    def __init__(self, state_dir: Path, kill_grace: float = DEFAULT_KILL_GRACE) -> None:
+        check_state_dir(state_dir)
+        self.root = state_dir / "jobs"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.kill_grace = kill_grace
+        self._shims: dict[int, subprocess.Popen[bytes]] = {}  # started here: to be reaped
+        self._terminated: set[int] = set()  # SIGTERM sent by this agent
+
+    def directory(self, job: int) -> Path:
+        return self.root / str(job)
+
+    def jobs(self) -> list[int]:
+        """Every job of the store (started and not yet acknowledged), in id order."""
+        return sorted(
+            int(entry.name)
+            for entry in self.root.iterdir()
+            if entry.name.isdigit() and (entry / LAUNCH).exists()
+        )
+
+    def start(self, launch: Launch) -> bool:
+        """Start a job (a job already in the store is left alone: False). A job that
+        only holds slots here (`run` false) starts no process."""
+        jobdir = self.directory(launch.job)
+        if (jobdir / LAUNCH).exists():
+            return False
+        jobdir.mkdir(exist_ok=True)
+        if not launch.run:
+            jobfiles.write_atomic(jobdir / HELD, Held(time.time()))
+            jobfiles.write_atomic(jobdir / LAUNCH, launch)
+            first = next(iter(launch.hosts), "?")
+            log.info("job %d: holding its slots (its command runs on %s)", launch.job, first)
+            return True
+        # Locked before launch.json exists and handed to the shim: if the agent dies
+        # before the shim has started, the lock is free and the job is reported lost.
+        lock_fd = jobfiles.lock(jobdir / LOCK)
+        try:
+            jobfiles.write_atomic(jobdir / LAUNCH, launch)
+            with open(jobdir / jobfiles.SHIM_LOG, "ab") as shim_log:
+                self._shims[launch.job] = subprocess.Popen(
+                    [sys.executable, "-m", "xce.agent.shim", str(jobdir), str(lock_fd)],
+                    cwd=jobdir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=shim_log,
+                    stderr=shim_log,
+                    pass_fds=(lock_fd,),
+                    start_new_session=True,  # outlives the agent and its signals
+                )
+        except OSError:
+            log.exception("job %d: cannot start its shim (it will be reported lost)", launch.job)
+        else:
+            log.info("job %d: started %s", launch.job, launch.command)
+        finally:
+            os.close(lock_fd)
+        return True
+
+    def running(self) -> list[int]:
+        """Jobs that have not ended: their shim lives, or they hold slots."""
+        self._reap()
+        return [job for job in self.jobs() if self._runs(self.directory(job))]
+
+    def finished(self) -> list[JobReport]:
+        """A report for every job that ended and is not yet acknowledged. A job whose
+        shim is gone without a status is recorded as lost (LOST_EXIT_CODE) first."""
+        self._reap()
+        reports = []
+        for job in self.jobs():
+            status = self._status(job)
+            if status is not None:
+                reports.append(
+                    JobReport(job, status.exit_code, status.signal, status.run_time, status.end)
+                )
+        return reports
+
+    def ack(self, jobs: Iterable[int]) -> None:
+        """Forget ended jobs whose report the controller has made durable."""
+        for job in jobs:
+            jobdir = self.directory(job)
+            if not (jobdir / STATUS).exists():
+                log.debug("job %d: acknowledged, but no report of it here", job)
+                continue
+            for name in BOOKKEEPING:
+                (jobdir / name).unlink(missing_ok=True)
+            shim_log = jobdir / jobfiles.SHIM_LOG
+            if shim_log.exists() and shim_log.stat().st_size == 0:
+                shim_log.unlink()
+            with contextlib.suppress(OSError):  # not empty: the job's default output
+                jobdir.rmdir()
+            self._terminated.discard(job)
+
+    def kill(self, job: int) -> None:
+        """End a job: SIGTERM to its process group now, SIGKILL once the grace period
+        is over (see `escalate`). A job that only holds slots ends at once (exit 0)."""
+        jobdir = self.directory(job)
+        if not (jobdir / LAUNCH).exists() or (jobdir / STATUS).exists():
+            log.info("job %d: kill asked for, but it is not running here", job)
+            return
+        held = jobfiles.read(jobdir / HELD, Held)
+        if held is not None:
+            now = time.time()
+            released = Status(0, None, held.start, now, now - held.start)
+            jobfiles.write_atomic(jobdir / STATUS, released)
+            log.info("job %d: released its held slots", job)
+            return
+        request = jobfiles.read(jobdir / KILL, KillRequest)
+        if request is None:  # the first request starts the grace period
+            request = KillRequest(time.time())
+            jobfiles.write_atomic(jobdir / KILL, request)
+            log.info("job %d: killing", job)
+        self._signal(job, request)
+
+    def escalate(self) -> None:
+        """Signal the jobs asked to end that still run: SIGTERM if not yet sent (the
+        job's pids may not have been known at the kill), SIGKILL once past the grace."""
+        for job in self.jobs():
+            jobdir = self.directory(job)
+            request = jobfiles.read(jobdir / KILL, KillRequest)
+            if request is not None and not (jobdir / STATUS).exists():
+                self._signal(job, request)
+
+    def _signal(self, job: int, request: KillRequest) -> None:
+        overdue = time.time() >= request.time + self.kill_grace
+        if not overdue and job in self._terminated:
+            return
+        sig = signal.SIGKILL if overdue else signal.SIGTERM
+        if signal_job(self.directory(job), sig) and not overdue:
+            self._terminated.add(job)
+
+    def _runs(self, jobdir: Path) -> bool:
+        if (jobdir / STATUS).exists():
+            return False
+        return (jobdir / HELD).exists() or jobfiles.is_locked(jobdir / LOCK)
+
+    def _status(self, job: int) -> Status | None:
+        jobdir = self.directory(job)
+        status = jobfiles.read(jobdir / STATUS, Status)
+        if status is not None or self._runs(jobdir):
+            return status
+        # The lock is free, so the shim is gone, and it writes its status before it
+        # exits: read again, in case it did so since the first read.
+        status = jobfiles.read(jobdir / STATUS, Status)
+        if status is None:
+            now = time.time()
+            status = Status(LOST_EXIT_CODE, None, now, now, 0.0)
+            jobfiles.write_atomic(jobdir / STATUS, status)
+            log.warning("job %d: its shim ended without a status: lost", job)
+        return status
+
+    def _reap(self) -> None:
+        """Collect the shims this agent started that have exited (no zombies)."""
+        for job, shim in list(self._shims.items()):
+            if shim.poll() is not None:
+                del self._shims[job]
+
+
+def signal_job(jobdir: Path, sig: int) -> bool:
+    """Send `sig` to the job's process group, if its leader is still the process the
+    shim started (pid and start time): False when there is none (yet)."""
+    pids = jobfiles.read(jobdir / PIDS, jobfiles.Pids)
+    if pids is None or jobfiles.process_start_time(pids.job) != pids.job_start:
+        return False
+    try:
+        os.killpg(pids.job, sig)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,102 @@
+"""`xce agent`: the execution agent of one host (docs/agent.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from pathlib import Path
+
+import click
+
+from xce.agent.daemon import AgentSettings, run_agent
+from xce.agent.hostspec import HostSpecError, describe_host
+from xce.agent.jobs import DEFAULT_KILL_GRACE, JobStore, StateDirError
+
+TOKEN_ENV = "XCE_TOKEN"
+
+
+def read_token(token_file: Path | None) -> str:
+    """The token of --token-file (its first line), else of $XCE_TOKEN."""
+    if token_file is not None:
+        try:
+            lines = token_file.read_text().splitlines()
+        except OSError as err:
+            raise click.BadParameter(str(err), param_hint="--token-file") from err
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise click.BadParameter(f"{token_file} is empty", param_hint="--token-file")
+        return token
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise click.UsageError(f"no token: give --token-file or set {TOKEN_ENV}")
+    return token
+
+
+@click.command()
+@click.option("--controller", required=True, help="Controller URL, e.g. http://ctl:8700.")
+@click.option(
+    "--name",
+    default=socket.gethostname,
+    show_default="this host's name",
+    help="Host name to register as.",
+)
+@click.option("--slots", type=click.IntRange(min=1), help="Job slots [default: CPUs].")
+@click.option("--type", "type_", help="Host type [default: the architecture, e.g. X86_64].")
+@click.option("--model", help="Host model.")
+@click.option(
+    "--resource",
+    "resources",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A host resource (number or true/false); repeatable.",
+)
+@click.option(
+    "--host-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML with slots, type, model, resources (options win).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help=f"File with the agent's token [default: ${TOKEN_ENV}].",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Job directories [default: /tmp/xce-agent-NAME].",
+)
+@click.option(
+    "--kill-grace",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_KILL_GRACE,
+    show_default=True,
+    help="Seconds between SIGTERM and SIGKILL when a job is killed.",
+)
+def agent(
+    controller: str,
+    name: str,
+    slots: int | None,
+    type_: str | None,
+    model: str | None,
+    resources: tuple[str, ...],
+    host_file: Path | None,
+    token_file: Path | None,
+    state_dir: Path | None,
+    kill_grace: float,
+) -> None:
+    """Run the jobs the controller sends to this host; stop with SIGTERM (jobs go on)."""
+    try:
+        host = describe_host(host_file, slots, type_, model, resources)
+    except HostSpecError as err:
+        raise click.UsageError(str(err)) from err
+    settings = AgentSettings(controller, name, read_token(token_file), host)
+    try:
+        store = JobStore(state_dir or Path(f"/tmp/xce-agent-{name}"), kill_grace)
+    except (StateDirError, OSError) as err:
+        raise click.ClickException(str(err)) from err
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    asyncio.run(run_agent(settings, store))
