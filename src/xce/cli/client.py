@@ -81,6 +81,12 @@ class Client:
     def kill(self, job: int) -> KillResult:
         return self._post(f"/jobs/{job}/kill", KillResult)
 
+    def stop(self, job: int) -> JobInfo:
+        return self._post(f"/jobs/{job}/stop", JobInfo)
+
+    def resume(self, job: int) -> JobInfo:
+        return self._post(f"/jobs/{job}/resume", JobInfo)
+
     def hosts(self) -> HostList:
         return self._get("/hosts", HostList)
 

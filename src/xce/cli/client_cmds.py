@@ -393,14 +393,35 @@ def jobs(client: Client, job_ids: tuple[int, ...], user: str | None, pending: bo
 @with_client
 def kill(client: Client, job_ids: tuple[int, ...]) -> None:
     """Kill jobs, like bkill: a pending job ends at once, a running one is signalled."""
+    _each_job(job_ids, client.kill, "is being terminated")
+
+
+def _each_job(job_ids: tuple[int, ...], act: Callable[[int], object], done: str) -> None:
+    """Act on each job in turn; report each; exit 1 at the end if any failed."""
     failed = False
     for job in job_ids:
-        if _for_job(job, client.kill) is None:
+        if _for_job(job, act) is None:
             failed = True
         else:
-            click.echo(f"Job <{job}> is being terminated")
+            click.echo(f"Job <{job}> {done}")
     if failed:
         click.get_current_context().exit(1)
+
+
+@click.command()
+@click.argument("job_ids", metavar="JOBID...", nargs=-1, type=int, required=True)
+@with_client
+def stop(client: Client, job_ids: tuple[int, ...]) -> None:
+    """Hold pending jobs (PSUSP), like bstop on a pending job."""
+    _each_job(job_ids, client.stop, "is being stopped")
+
+
+@click.command()
+@click.argument("job_ids", metavar="JOBID...", nargs=-1, type=int, required=True)
+@with_client
+def resume(client: Client, job_ids: tuple[int, ...]) -> None:
+    """Release held jobs (PSUSP -> PEND), like bresume; also for `submit -H`."""
+    _each_job(job_ids, client.resume, "is being resumed")
 
 
 @click.command()
@@ -479,4 +500,6 @@ def open_host(client: Client, name: str) -> None:
     click.echo(f"Host <{opened.name}> opened.")
 
 
-CLIENT_COMMANDS: list[click.Command] = [submit, jobs, kill, hosts, queues, demand, idle, host]
+CLIENT_COMMANDS: list[click.Command] = [
+    submit, jobs, kill, stop, resume, hosts, queues, demand, idle, host,
+]
