@@ -151,8 +151,7 @@ async def _serve(app: web.Application, host: str, port: int, state_dir: Path) ->
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    server = site._server
-    bound = server.sockets[0].getsockname()[1] if server is not None and server.sockets else port
+    bound = runner.addresses[0][1] if runner.addresses else port
     url = f"http://{host}:{bound}"
     (state_dir / URL_FILE).write_text(url + "\n")
     logging.getLogger("xce.controller").info("listening on %s", url)

@@ -237,10 +237,15 @@ class Controller:
             self._facts_since_snapshot += len(started)
             durable = self.journal.append(now, started)
             ids = [e.job for e in started if isinstance(e, JobStarted)]
-            durable.add_done_callback(lambda f: f.exception() or self.launchable.update(ids))
+            durable.add_done_callback(lambda f: self._started_durable(f, ids))
         if self._facts_since_snapshot >= self.settings.snapshot_every:
             await self.snapshot()
         return result
+
+    def _started_durable(self, durable: asyncio.Future[int], jobs: list[int]) -> None:
+        """Dispatches on disk: their agents may now be told to start them."""
+        if not durable.cancelled() and durable.exception() is None:
+            self.launchable.update(jobs)
 
     def _host_state(self, name: str) -> str:
         host = self.view.hosts.get(name)
