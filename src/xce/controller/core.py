@@ -50,6 +50,7 @@ from xce.sched.admission import oversize
 from xce.sched.rebuild import state_events
 from xce.sched.state import SchedulerInputError, SubmitError
 from xce.sim.recording import Recorder
+from xce.tuning import settle_heap
 
 log = logging.getLogger("xce.controller")
 
@@ -105,7 +106,7 @@ class Controller:
         self.seen: set[tuple[int, str]] = set()  # (job, host) an agent reported running
         self.sessions = 0
         self.last_result: SessionResult | None = None
-        self._reasons: dict[int, tuple[str, str]] | None = None
+        self._reasons: dict[int, tuple[str, str]] = {}  # pend reasons of the last session
         self._facts_since_snapshot = 0
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="xce-session")
 
@@ -113,6 +114,7 @@ class Controller:
     async def start(self) -> None:
         """Recover from the log, then log the configuration if it is new or changed."""
         last = self._recover()
+        settle_heap()  # what was recovered stays: keep it out of the collector's way
         self.journal = Journal(self.store, last, asyncio.get_running_loop())
         now = self.clock()
         for host in self.view.hosts.values():  # a fresh grace period for every agent
@@ -145,6 +147,7 @@ class Controller:
                 self.view.last_job_id = max(self.view.last_job_id, kept.last_job_id)
         for fact in self.store.read(after=last):
             self._apply(fact.time, fact.event, record=False)
+            self._facts_since_snapshot += 1
             last = fact.seq
         if self.recorder is not None and last > 0:  # the recording starts mid-run
             for event in state_events(self.state):
@@ -190,14 +193,14 @@ class Controller:
         now = self.clock()
         self.busy = True
         try:
-            result = await asyncio.get_running_loop().run_in_executor(
-                self._executor, run_session, self.state, now
+                result, reasons = await asyncio.get_running_loop().run_in_executor(
+                self._executor, _session, self.state, now
             )
         finally:
             self.busy = False
         self.sessions += 1
         self.last_result = result
-        self._reasons = None
+        self._reasons = reasons
         if self.recorder is not None:
             self.recorder.session(now, result)
         stale_jobs: set[int] = set()
@@ -274,11 +277,6 @@ class Controller:
         await durable
 
     def pend_reason(self, job: int) -> tuple[str, str]:
-        if self._reasons is None:
-            result = self.last_result
-            self._reasons = {} if result is None else {
-                m.id: (g.reason, g.kind) for g in result.pending for m in g.members
-            }
         return self._reasons.get(job, ("New job is waiting for scheduling", "new"))
 
     # ------------------------------------------------------------------ jobs
@@ -447,6 +445,13 @@ class Controller:
                         lost.extend(self._lost(job, now, f"host {host.name} unreachable"))
         if lost:
             await self.commit(now, lost)
+
+
+def _session(state: SchedulerState, now: float) -> tuple[SessionResult, dict[int, tuple[str, str]]]:
+    """A session and its pend reasons by job (built here, off the event loop)."""
+    result = run_session(state, now)
+    reasons = {m.id: (g.reason, g.kind) for g in result.pending for m in g.members}
+    return result, reasons
 
 
 def _touched(event: Event, jobs: set[int], hosts: set[str]) -> None:

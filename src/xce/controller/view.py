@@ -100,14 +100,14 @@ class ClusterView:
     def __init__(self) -> None:
         self.config = ClusterConfig()
         self.jobs: dict[int, JobRecord] = {}
+        self.by_user: dict[str, dict[int, JobRecord]] = {}  # user -> jobs, in id order
         self.hosts: dict[str, HostView] = {}
         self.last_job_id = 0
 
     def apply(self, event: Event, time: float) -> None:
         match event:
             case JobSubmitted(job=spec):
-                self.jobs[spec.id] = JobRecord(spec, PSUSP if spec.hold else PEND)
-                self.last_job_id = max(self.last_job_id, spec.id)
+                self._add(JobRecord(spec, PSUSP if spec.hold else PEND))
             case JobStarted(job=job_id, hosts=hosts, time=start):
                 job = self._job(job_id)
                 job.state, job.start_time, job.hosts = RUN, start, dict(hosts)
@@ -174,19 +174,22 @@ class ClusterView:
 
     def forget_finished(self, before: float) -> None:
         """Drop jobs that finished before `before` (LSF's CLEAN_PERIOD)."""
-        for job_id in [
-            j.id for j in (r.spec for r in self.jobs.values()) if self._ended_before(j.id, before)
-        ]:
-            del self.jobs[job_id]
-
-    def _ended_before(self, job_id: int, before: float) -> bool:
-        job = self.jobs[job_id]
-        return job.state in FINISHED and job.end_time is not None and job.end_time < before
+        old = [
+            job for job in self.jobs.values()
+            if job.state in FINISHED and job.end_time is not None and job.end_time < before
+        ]
+        for job in old:
+            del self.jobs[job.spec.id]
+            del self.by_user[job.spec.user][job.spec.id]
 
     def finished(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if j.state in FINISHED]
 
     def restore_finished(self, records: list[JobRecord]) -> None:
         for record in records:
-            self.jobs[record.spec.id] = record
-            self.last_job_id = max(self.last_job_id, record.spec.id)
+            self._add(record)
+
+    def _add(self, job: JobRecord) -> None:
+        self.jobs[job.spec.id] = job
+        self.by_user.setdefault(job.spec.user, {})[job.spec.id] = job
+        self.last_job_id = max(self.last_job_id, job.spec.id)
