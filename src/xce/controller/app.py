@@ -70,11 +70,39 @@ def problem(status: int, message: str) -> web.Response:
     return reply(ApiError(message, status), status)
 
 
+# Every fact goes into the durable log as msgpack, which holds 64-bit integers only:
+# a larger one (JSON allows any) would fail the log and stop all writes.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
 async def body_of(request: web.Request, kind: type[T]) -> T:
     try:
-        return msgspec.json.decode(await request.read(), type=kind)
+        body = msgspec.json.decode(await request.read(), type=kind)
     except msgspec.DecodeError as err:  # includes ValidationError
         raise ApiProblem(400, f"bad request body: {err}") from err
+    where = _huge_int(msgspec.to_builtins(body), "$")
+    if where is not None:
+        raise ApiProblem(400, f"bad request body: Integer out of the 64-bit range - at `{where}`")
+    return body
+
+
+def _huge_int(value: object, path: str) -> str | None:
+    """The path of the first integer in `value` outside the 64-bit range, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return None if INT_MIN <= value <= INT_MAX else path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _huge_int(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = _huge_int(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def caller(request: web.Request, roles: frozenset[str]) -> Identity:
@@ -96,7 +124,10 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except web.HTTPException as err:
         if err.status < 400:
             raise
-        return problem(err.status, err.reason)
+        response = problem(err.status, err.reason)
+        if "Allow" in err.headers:  # 405 must say which methods are allowed (RFC 9110)
+            response.headers["Allow"] = err.headers["Allow"]
+        return response
     except JournalFailed as err:
         return problem(503, str(err))
     except Exception:
@@ -150,9 +181,12 @@ async def list_jobs(request: web.Request) -> web.Response:
         limit = int(request.query.get("limit", "0"))
     except ValueError as err:
         raise ApiProblem(400, "limit must be a whole number") from err
+    if limit < 0:
+        raise ApiProblem(400, "limit must be a whole number")
     jobs = []
-    for job in ctl.view.jobs.values():
-        if (user == "all" or job.spec.user == user) and (states is None or job.state in states):
+    pool = ctl.view.jobs if user == "all" else ctl.view.by_user.get(user, {})
+    for job in pool.values():
+        if states is None or job.state in states:
             jobs.append(job_info(ctl, job))
             if limit and len(jobs) >= limit:
                 break
