@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -129,10 +130,17 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             response.headers["Allow"] = err.headers["Allow"]
         return response
     except JournalFailed as err:
+        fatal(err)
         return problem(503, str(err))
     except Exception:
         log.exception("internal error on %s %s", request.method, request.path)
         return problem(500, "internal error (see the controller's log)")
+
+
+def fatal(err: JournalFailed) -> None:
+    """The log is behind memory: stop at once (a restart recovers from the log)."""
+    log.critical("%s: stopping", err)
+    asyncio.get_running_loop().call_later(0.1, os._exit, 75)
 
 
 def authenticate(request: web.Request) -> Identity:
@@ -335,9 +343,8 @@ async def _every(seconds: float, step: Callable[[], Awaitable[Any]]) -> None:
         await asyncio.sleep(seconds)
         try:
             await step()
-        except JournalFailed:
-            log.critical("the durable log failed: stopping")
-            raise
+        except JournalFailed as err:
+            fatal(err)
         except Exception:
             log.exception("background step failed")
 

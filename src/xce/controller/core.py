@@ -120,8 +120,10 @@ class Controller:
         for host in self.view.hosts.values():  # a fresh grace period for every agent
             if host.state in ("ok", "closed"):
                 host.last_heartbeat = now
+        # Dispatches in the log are durable: each agent is told again until it reports
+        # the job (it starts a job at most once, and reports any it lost).
         self.launchable = {j.spec.id for j in self.view.jobs.values() if j.state == RUN}
-        self.seen = {(j, h) for j in self.launchable for h in self.view.jobs[j].hosts}
+        self.seen = set()
         if last == 0:
             static = [HostStateChanged(h.name, "unavail", now) for h in self.config.hosts]
             await self.commit(now, [ConfigLoaded(self.config), *static])
