@@ -31,7 +31,8 @@ catalog:
     [
         (1, "", None),
         (32, "", None),  # wholly on static hosts (6 slots) or on one template (2 x 16)
-        (33, "", "job requests 33 slots; the most this cluster offers is 32 (template big (max 2))"),
+        (33, "",
+         "job requests 33 slots; the most this cluster offers is 32 (template big (max 2))"),
         (16, "span[hosts=1]", None),
         (17, "span[hosts=1]",
          "job requests 17 slots on one host; the most this cluster offers is 16 "
