@@ -31,7 +31,9 @@ from xce.model.cluster import ClusterConfig
 from xce.model.events import (
     ConfigLoaded,
     Event,
+    ExpectedHostEnded,
     HostAdded,
+    HostExpected,
     HostRemoved,
     HostStateChanged,
     JobFinished,
@@ -43,6 +45,7 @@ from xce.model.events import (
     PoolHistoryRestored,
     SharedTotalChanged,
     SupplyChanged,
+    TokensChanged,
 )
 from xce.model.jobs import JobSpec
 from xce.sched import SchedulerState
@@ -83,6 +86,11 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
                       borrowed={"hspice/cloud": 4.0}, headroom={"vcs": 3.0},
                       allowance={"aws.r5": -1}, time=10.0),
         PoolHistoryRestored(pool="vcs", history=[(0.0, 0.0, 0.0), (10.0, 2.0, 4.0)]),
+        HostExpected(name="aws.c5-1", template="aws.c5", provider="aws", request="r1",
+                     token_sha256="ab" * 32, deadline=600.0, time=11.0),
+        ExpectedHostEnded(name="aws.c5-1", state="failed", reason="join deadline passed",
+                          time=12.0),
+        TokensChanged(pool="hspice/cloud", step="granted", amount=2.0, time=13.0),
     ]
 
 

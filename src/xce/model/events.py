@@ -71,8 +71,48 @@ class HostAdded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
 
 
 class HostStateChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A host's lifecycle transition (`reason`: why, e.g. a close by an admin or for
+    idleness; see docs/elastic.md)."""
+
     name: str
     state: HostState
+    time: float = 0
+    reason: str = ""
+
+
+class HostExpected(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A host requested from a provider, not joined yet. The controller's record; the
+    scheduler counts it through `SupplyChanged.in_flight`. `token_sha256`: the hash of
+    its single-use join token."""
+
+    name: str
+    template: str
+    provider: str
+    request: str
+    token_sha256: str
+    deadline: float
+    time: float = 0
+
+
+class ExpectedHostEnded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """An expected host that will not join: `failed` (deadline passed) or `removed`
+    (cancelled, or a failed one cleared)."""
+
+    name: str
+    state: str
+    reason: str = ""
+    time: float = 0
+
+
+class TokensChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A step of borrowing or returning tokens of a countable pool (`pool`: "vcs" or
+    "hspice/cloud"): `step` is borrow_requested, granted, refused, return_requested or
+    returned. The controller's record; the scheduler sees the totals through
+    `SupplyChanged`."""
+
+    pool: str
+    step: str
+    amount: float
     time: float = 0
 
 
@@ -125,4 +165,7 @@ Event = (
     | SharedTotalChanged
     | SupplyChanged
     | PoolHistoryRestored
+    | HostExpected
+    | ExpectedHostEnded
+    | TokensChanged
 )
