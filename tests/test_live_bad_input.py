@@ -266,7 +266,7 @@ def schemathesis() -> str:
     beside = Path(sys.executable).with_name("schemathesis")
     found = str(beside) if beside.exists() else shutil.which("schemathesis")
     if found is None:
-        pytest.skip("schemathesis is not installed")
+        pytest.fail("schemathesis is not installed: pip install '.[test]'")
     return found
 
 

@@ -23,15 +23,22 @@ import msgspec
 from xce import __version__
 from xce.model.api import (
     ApiError,
+    CatalogInfo,
+    CatalogRequest,
+    Expected,
+    ExpectRequest,
     HostInfo,
     HostList,
     JobInfo,
     JobList,
     KillResult,
+    PoolInfo,
     QueueList,
+    ResourceList,
     SessionOutput,
     SubmitRequest,
     Submitted,
+    TokensRequest,
 )
 from xce.model.result import HostDemand, Idle, ResourceDemand, SurplusHosts, SurplusTokens
 
@@ -96,6 +103,15 @@ class Client:
     def open_host(self, name: str) -> HostInfo:
         return self._post(f"/hosts/{_segment(name)}/open", HostInfo)
 
+    def decommission_host(self, name: str) -> HostInfo:
+        return self._post(f"/hosts/{_segment(name)}/decommission", HostInfo)
+
+    def remove_host(self, name: str) -> HostList:
+        return self._post(f"/hosts/{_segment(name)}/remove", HostList)
+
+    def expect_host(self, request: ExpectRequest) -> Expected:
+        return self._post("/hosts/expected", Expected, request)
+
     def queues(self) -> QueueList:
         return self._get("/queues", QueueList)
 
@@ -106,6 +122,20 @@ class Client:
     def idle(self) -> SessionOutput:
         """The last session's idle supply (`idle` filled; read it with `session_idle`)."""
         return self._get("/idle", SessionOutput)
+
+    def resources(self) -> ResourceList:
+        return self._get("/resources", ResourceList)
+
+    def tokens(self, pool: str, step: str, amount: float) -> PoolInfo:
+        """`step`: borrow, grant, refuse or return `amount` tokens of `pool`."""
+        return self._post(f"/resources/{_segment(pool)}/{step}", PoolInfo,
+                          TokensRequest(amount=amount))
+
+    def catalog(self) -> CatalogInfo:
+        return self._get("/catalog", CatalogInfo)
+
+    def set_catalog(self, request: CatalogRequest) -> CatalogInfo:
+        return self._post("/catalog", CatalogInfo, request)
 
     def _get(self, path: str, answer: type[T], query: Mapping[str, str] | None = None) -> T:
         url = self.url + path + (f"?{urllib.parse.urlencode(query)}" if query else "")

@@ -18,7 +18,15 @@ import click
 import msgspec
 
 from xce.cli.client import Client, ClientError, session_demand, session_idle, with_client
-from xce.model.api import HostInfo, JobInfo, JobList, QueueInfo, SessionOutput, SubmitRequest
+from xce.model.api import (
+    ExpectRequest,
+    HostInfo,
+    JobInfo,
+    JobList,
+    QueueInfo,
+    SessionOutput,
+    SubmitRequest,
+)
 from xce.model.cluster import ResourceValue
 from xce.model.result import number
 
@@ -136,8 +144,9 @@ def job_long(job: JobInfo) -> list[str]:
 
 
 def host_status(host: HostInfo) -> str:
-    """The STATUS column: the host state, `closed_Adm` when an admin closed it."""
-    return "closed_Adm" if host.closed_by_admin else host.state
+    """The STATUS column: the host state; a closed host says why (closed_Adm by an
+    admin, closed_Idle, closed_Life, closed_Recl by the provisioner)."""
+    return host.status or ("closed_Adm" if host.closed_by_admin else host.state)
 
 
 HOST_COLUMNS = ("HOST_NAME", "STATUS", "MAX", "NJOBS", "RUN")
@@ -169,6 +178,15 @@ def host_long(host: HostInfo) -> list[str]:
         ("TYPE", host.type),
         ("MODEL", host.model),
         ("TEMPLATE", host.template or ""),
+        *(  # what only provisioned or expected hosts have, and why a host is in its state
+            (key, value) for key, value in (
+                ("PROVIDER", host.provider),
+                ("REQUEST", host.request),
+                ("REASON", host.reason),
+                ("DEADLINE", long_time(host.deadline) if host.deadline is not None else ""),
+                ("JOINED", long_time(host.joined) if host.joined is not None else ""),
+            ) if value
+        ),
         ("HEARTBEAT", long_time(heartbeat) if heartbeat is not None else ""),
         ("RESOURCES", resources_text(host.resources)),
         ("JOBS", " ".join(map(str, host.jobs))),
@@ -454,15 +472,22 @@ def queues(client: Client, as_json: bool) -> None:
 
 
 @click.command()
+@click.option("-l", "long", is_flag=True,
+              help="Also the runtime catalog: allowance and hosts in flight per template, "
+              "headroom and tokens per countable resource.")
 @JSON_OPTION
 @with_client
-def demand(client: Client, as_json: bool) -> None:
+def demand(client: Client, long: bool, as_json: bool) -> None:
     """Show the supply the last scheduling session found missing."""
+    from xce.cli.supply_cmds import catalog_lines  # it builds on this module
+
     answer = client.demand()
+    catalog = client.catalog() if long else None
     if as_json:
-        _echo_json(answer)
+        click.echo(msgspec.json.encode(
+            answer if catalog is None else {"demand": answer, "catalog": catalog}).decode())
     else:
-        _echo_lines(demand_lines(answer))
+        _echo_lines(demand_lines(answer) + ([] if catalog is None else catalog_lines(catalog)))
 
 
 @click.command()
@@ -479,7 +504,8 @@ def idle(client: Client, as_json: bool) -> None:
 
 @click.group()
 def host() -> None:
-    """Close a host to new jobs or open it again (admins), like badmin hclose/hopen."""
+    """Close, open, decommission, remove or expect hosts (admins), like badmin
+    hclose/hopen."""
 
 
 @host.command("close")
@@ -498,6 +524,42 @@ def open_host(client: Client, name: str) -> None:
     """Open HOST again to new jobs."""
     opened = client.open_host(name)
     click.echo(f"Host <{opened.name}> opened.")
+
+
+@host.command("decommission")
+@click.argument("name", metavar="HOST")
+@with_client
+def decommission_host(client: Client, name: str) -> None:
+    """Give back a drained (closed) HOST that came from a template: refused while jobs
+    run there."""
+    done = client.decommission_host(name)
+    click.echo(f"Host <{done.name}> decommissioned.")
+
+
+@host.command("remove")
+@click.argument("name", metavar="HOST")
+@with_client
+def remove_host(client: Client, name: str) -> None:
+    """Remove a decommissioned HOST (its provider released it), clear a failed
+    expected host, or cancel an expected one."""
+    client.remove_host(name)
+    click.echo(f"Host <{name}> removed.")
+
+
+@host.command("expect")
+@click.argument("template")
+@click.option("--provider", default="", help="Default: the template's provider.")
+@click.option("--request", default="", help="The provider's request id.")
+@click.option("--deadline", type=float, default=600.0, show_default=True,
+              help="Seconds the host has to join.")
+@with_client
+def expect_host(client: Client, template: str, provider: str, request: str,
+                deadline: float) -> None:
+    """Add an expected host of TEMPLATE (admins; the provisioner does this itself):
+    prints its name and the single-use join token its agent must present."""
+    made = client.expect_host(ExpectRequest(template, provider, request, deadline))
+    click.echo(f"Host <{made.name}> expected until {long_time(made.deadline)}; "
+               f"join token: {made.join_token}")
 
 
 CLIENT_COMMANDS: list[click.Command] = [

@@ -10,6 +10,7 @@ from xce.cli.client_cmds import CLIENT_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
 from xce.cli.sched_cmd import sched
 from xce.cli.sim_cmd import sim
+from xce.cli.supply_cmds import resources
 
 
 @click.group()
@@ -25,4 +26,5 @@ main.add_command(controller)
 main.add_command(agent)
 for command in CLIENT_COMMANDS:
     main.add_command(command)
+main.add_command(resources)
 main.add_command(sim)

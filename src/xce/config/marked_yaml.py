@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -64,6 +65,9 @@ class MarkedSeq(list[object]):
         self._item_lines.append(line)
 
 
+_YAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+
+
 def load_yaml(text: str, filename: str) -> object:
     """Parse one YAML document safely; mappings become MarkedMap, sequences MarkedSeq.
 
@@ -107,9 +111,15 @@ def _describe_yaml_error(exc: yaml.MarkedYAMLError) -> str:
     return ": ".join(parts) if parts else "syntax error"
 
 
+def yaml_lines(text: str) -> int:
+    """How many lines YAML sees in `text` (it breaks lines at \r too, as it does at
+    \n, \r\n, NEL and the Unicode line and paragraph separators)."""
+    return len(_YAML_BREAK.split(text))
+
+
 def _clamp_line(line: int, text: str) -> int:
     # The end-of-stream mark can sit one line past the last one.
-    return max(1, min(line, len(text.splitlines())))
+    return max(1, min(line, yaml_lines(text.rstrip("\r\n\x85\u2028\u2029"))))
 
 
 def _kind(node: Node) -> str:

@@ -15,13 +15,19 @@ from typing import Any, TypeVar
 import msgspec
 from aiohttp import web
 
+from xce.controller import supply
 from xce.controller.auth import Identity, TokenStore
 from xce.controller.core import ApiProblem, Controller
 from xce.controller.journal import JournalFailed
+from xce.controller.lifecycle import CLOSE_REASONS, status_label
 from xce.controller.openapi import openapi_document
+from xce.controller.tokens import API_STEPS
 from xce.controller.view import FINISHED, PEND, PSUSP, RUN, JobRecord
 from xce.model.api import (
     ApiError,
+    CatalogRequest,
+    Expected,
+    ExpectRequest,
     Heartbeat,
     HostInfo,
     HostList,
@@ -34,6 +40,7 @@ from xce.model.api import (
     SessionOutput,
     SubmitRequest,
     Submitted,
+    TokensRequest,
 )
 from xce.model.result import demand_json, idle_json
 
@@ -49,6 +56,7 @@ IDENTITY = "xce.identity"
 READERS = frozenset({"admin", "user", "scheduler", "provisioner"})
 USERS = frozenset({"admin", "user"})
 ADMINS = frozenset({"admin"})
+MANAGERS = frozenset({"admin", "provisioner"})  # hosts: a provisioner only template hosts
 STATE_FILTERS = {
     "all": None,
     "pend": (PEND, PSUSP),
@@ -150,6 +158,8 @@ def authenticate(request: web.Request) -> Identity:
         raise ApiProblem(401, "authentication required: Authorization: Bearer <token>")
     who = request.app[TOKENS].identify(token.strip())
     if who is None:
+        who = request.app[CONTROLLER].join_identity(token.strip())
+    if who is None:
         raise ApiProblem(401, "unknown or revoked token")
     return who
 
@@ -227,35 +237,80 @@ async def resume_job(request: web.Request) -> web.Response:
 
 # ---------------------------------------------------------------- hosts, queues, supply
 def host_info(ctl: Controller, name: str) -> HostInfo:
+    expected = ctl.view.expected.get(name)
+    if expected is not None:
+        template = ctl.state.templates.get(expected.template)
+        return HostInfo(
+            name=name, state=expected.state, slots=template.slots if template else 0, used=0,
+            type=template.type if template else "", model=template.model if template else "",
+            resources=dict(template.resources) if template else {},
+            template=expected.template, reason=expected.reason, status=expected.state,
+            provider=expected.provider, request=expected.request, deadline=expected.deadline,
+        )
     host = ctl.view.hosts[name]
     return HostInfo(
         name=host.name, state=host.state, slots=host.slots, used=host.used, type=host.type,
         model=host.model, resources=dict(host.resources), template=host.template,
         last_heartbeat=host.last_heartbeat, jobs=sorted(host.jobs),
-        closed_by_admin=host.closed_by_admin,
+        closed_by_admin=host.closed_by_admin, reason=host.reason,
+        status=status_label(host.state, host.reason), provider=host.provider,
+        joined=host.joined if host.template is not None else None,
     )
 
 
 async def list_hosts(request: web.Request) -> web.Response:
     caller(request, READERS)
     ctl = request.app[CONTROLLER]
-    return reply(HostList([host_info(ctl, name) for name in ctl.view.hosts]))
+    names = [*ctl.view.hosts, *ctl.view.expected]
+    return reply(HostList([host_info(ctl, name) for name in names]))
 
 
 async def close_host(request: web.Request) -> web.Response:
-    return await _set_host(request, False)
+    """Close (drain): `?reason=admin|idle|lifetime|reclaim` (default admin)."""
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    name = request.match_info["host"]
+    reason = request.query.get("reason", "admin")
+    if reason not in CLOSE_REASONS:
+        raise ApiProblem(400, f"reason must be one of {', '.join(CLOSE_REASONS)}")
+    await ctl.set_host_open(who, name, False, reason)
+    return reply(host_info(ctl, name))
 
 
 async def open_host(request: web.Request) -> web.Response:
-    return await _set_host(request, True)
-
-
-async def _set_host(request: web.Request, open_: bool) -> web.Response:
-    caller(request, ADMINS)
+    who = caller(request, MANAGERS)
     ctl = request.app[CONTROLLER]
     name = request.match_info["host"]
-    await ctl.set_host_open(name, open_)
+    await ctl.set_host_open(who, name, True)
     return reply(host_info(ctl, name))
+
+
+async def decommission_host(request: web.Request) -> web.Response:
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    name = request.match_info["host"]
+    await ctl.decommission(who, name)
+    return reply(host_info(ctl, name))
+
+
+async def remove_host(request: web.Request) -> web.Response:
+    """A decommissioned host released, a failed expected one cleared, an expected one
+    cancelled: gone from the cluster."""
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    name = request.match_info["host"]
+    await ctl.remove(who, name)
+    return reply(HostList([]))
+
+
+async def expect_host(request: web.Request) -> web.Response:
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    body = await body_of(request, ExpectRequest)
+    expected, token = await ctl.expect(who, body.template, body.provider, body.request,
+                                       body.deadline)
+    return reply(Expected(expected.name, expected.template, expected.provider,
+                          expected.request, expected.deadline, token), 201)
 
 
 async def list_queues(request: web.Request) -> web.Response:
@@ -294,6 +349,32 @@ async def get_idle(request: web.Request) -> web.Response:
     return reply(SessionOutput(ctl.sessions, result.now, idle=idle_json(result.idle)))
 
 
+# ---------------------------------------------------------------- shared pools, runtime catalog
+async def list_resources(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    return reply(supply.resources(request.app[CONTROLLER]))
+
+
+async def tokens_step(request: web.Request) -> web.Response:
+    """borrow, grant, refuse or return tokens of a countable pool (supply.py)."""
+    caller(request, MANAGERS)
+    body = await body_of(request, TokensRequest)
+    step = API_STEPS[request.match_info["step"]]
+    return reply(await supply.tokens_step(request.app[CONTROLLER], request.match_info["pool"],
+                                          step, body.amount))
+
+
+async def get_catalog(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    return reply(supply.catalog(request.app[CONTROLLER]))
+
+
+async def set_catalog(request: web.Request) -> web.Response:
+    caller(request, MANAGERS)
+    body = await body_of(request, CatalogRequest)
+    return reply(await supply.set_catalog(request.app[CONTROLLER], body))
+
+
 # ---------------------------------------------------------------- agents
 def agent_host(request: web.Request) -> str:
     who = caller(request, frozenset({"agent"}))
@@ -328,11 +409,19 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", r"/jobs/{job:\d{1,18}}/stop", stop_job),
     ("POST", r"/jobs/{job:\d{1,18}}/resume", resume_job),
     ("GET", "/hosts", list_hosts),
+    ("POST", "/hosts/expected", expect_host),
     ("POST", "/hosts/{host}/close", close_host),
     ("POST", "/hosts/{host}/open", open_host),
+    ("POST", "/hosts/{host}/decommission", decommission_host),
+    ("POST", "/hosts/{host}/remove", remove_host),
     ("GET", "/queues", list_queues),
     ("GET", "/demand", get_demand),
     ("GET", "/idle", get_idle),
+    ("GET", "/resources", list_resources),
+    ("POST", r"/resources/{pool:[^/]+(?:/[^/]+)?}/{step:borrow|grant|refuse|return}",
+     tokens_step),  # "hspice/cloud": the slash as is, or as %2F
+    ("GET", "/catalog", get_catalog),
+    ("POST", "/catalog", set_catalog),
     ("POST", "/agents/{host}/register", register),
     ("POST", "/agents/{host}/heartbeat", heartbeat),
 ]
@@ -361,6 +450,8 @@ def make_app(ctl: Controller, tokens: TokenStore) -> web.Application:
         tasks = [
             asyncio.create_task(_every(ctl.config.session_interval, ctl.run_session)),
             asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2, ctl.watch_hosts)),
+            asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2,
+                                       lambda: supply.settle_returns(ctl))),
         ]
         yield
         for task in tasks:

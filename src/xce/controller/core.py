@@ -10,7 +10,9 @@ what changed meanwhile and dropped when stale, never applied half.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import secrets
 import time as wallclock
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,8 +21,20 @@ import msgspec
 
 from xce.controller.auth import Identity
 from xce.controller.journal import Journal
+from xce.controller.lifecycle import TransitionError, reason_for
 from xce.controller.store import Store
-from xce.controller.view import FINISHED, LOST_EXIT_CODE, PEND, PSUSP, RUN, ClusterView, JobRecord
+from xce.controller.tokens import PoolTokens, TokenLedger
+from xce.controller.view import (
+    FINISHED,
+    LOST_EXIT_CODE,
+    PEND,
+    PSUSP,
+    RUN,
+    ClusterView,
+    ExpectedHost,
+    HostView,
+    JobRecord,
+)
 from xce.model.api import (
     Heartbeat,
     HeartbeatReply,
@@ -33,7 +47,9 @@ from xce.model.cluster import ClusterConfig
 from xce.model.events import (
     ConfigLoaded,
     Event,
+    ExpectedHostEnded,
     HostAdded,
+    HostExpected,
     HostRemoved,
     HostStateChanged,
     JobFinished,
@@ -42,6 +58,7 @@ from xce.model.events import (
     JobRequeued,
     JobStarted,
     JobSubmitted,
+    SupplyChanged,
 )
 from xce.model.jobs import JobSpec
 from xce.model.result import SessionResult
@@ -76,11 +93,24 @@ class Settings(msgspec.Struct, frozen=True):
     snapshot_every: int = 100_000  # facts between snapshots
 
 
+class _HostExtra(msgspec.Struct):
+    """What the scheduler state does not keep of a host."""
+
+    reason: str
+    provider: str
+    token_sha256: str
+    joined: float
+
+
 class _Snapshot(msgspec.Struct):
     """What the controller keeps beside a scheduler-state snapshot."""
 
     last_job_id: int
     finished: list[JobRecord]
+    expected: list[ExpectedHost] = []
+    hosts: dict[str, _HostExtra] = {}
+    last_host_number: int = 0
+    tokens: dict[str, PoolTokens] = {}  # the token ledger (tokens.py)
 
 
 class Controller:
@@ -99,6 +129,7 @@ class Controller:
         self.recorder = recorder
         self.state = SchedulerState()
         self.view = ClusterView()
+        self.tokens = TokenLedger()  # borrowed tokens per countable pool (supply.py)
         self.journal: Journal | None = None
         self.busy = False  # a session (or snapshot) reads the scheduler state
         self.backlog: list[tuple[float, Event]] = []
@@ -147,6 +178,13 @@ class Controller:
                 kept = msgspec.msgpack.decode(extra, type=_Snapshot)
                 self.view.restore_finished(kept.finished)
                 self.view.last_job_id = max(self.view.last_job_id, kept.last_job_id)
+                self.view.last_host_number = kept.last_host_number
+                self.tokens.restore(kept.tokens)
+                self.view.expected = {e.name: e for e in kept.expected}
+                for name, more in kept.hosts.items():
+                    host = self.view.hosts[name]
+                    host.reason, host.provider = more.reason, more.provider
+                    host.token_sha256, host.joined = more.token_sha256, more.joined
         for fact in self.store.read(after=last):
             self._apply(fact.time, fact.event, record=False)
             self._facts_since_snapshot += 1
@@ -174,6 +212,7 @@ class Controller:
             if record and self.recorder is not None:
                 self.recorder.event(time, event)
         self.view.apply(event, time)
+        self.tokens.apply(event)
 
     def emit(self, time: float, events: Sequence[Event]) -> asyncio.Future[int]:
         """Apply `events` in memory and queue them to the log; the future resolves when
@@ -261,7 +300,13 @@ class Controller:
         if self.busy or self.journal is None:
             return
         self.view.forget_finished(self.clock() - self.settings.clean_period)
-        extra = msgspec.msgpack.encode(_Snapshot(self.view.last_job_id, self.view.finished()))
+        view = self.view
+        extra = msgspec.msgpack.encode(_Snapshot(
+            view.last_job_id, view.finished(), list(view.expected.values()),
+            {h.name: _HostExtra(h.reason, h.provider, h.token_sha256, h.joined)
+             for h in view.hosts.values()},
+            view.last_host_number, tokens=self.tokens.snapshot(),
+        ))
         self.busy = True
         try:
             events = await asyncio.get_running_loop().run_in_executor(
@@ -329,26 +374,124 @@ class Controller:
         return job
 
     # ------------------------------------------------------------------ hosts
-    async def set_host_open(self, name: str, open_: bool) -> None:
+    def _may_manage(self, who: Identity, host: HostView | ExpectedHost) -> None:
+        """Admins manage every host; a provisioner only hosts that came from templates."""
+        if who.role == "admin":
+            return
+        template = host.template
+        if who.role != "provisioner" or template is None:
+            raise ApiProblem(403, f"role {who.role} may not change host {host.name}")
+
+    def _transition(self, name: str, target: str, reason: str = "") -> HostStateChanged:
+        host = self.view.hosts[name]
+        try:
+            why = reason_for(name, host.state, target, reason)
+        except TransitionError as err:
+            raise ApiProblem(409, str(err)) from err
+        return HostStateChanged(name, target, self.clock(), why)
+
+    def _host(self, who: Identity, name: str) -> HostView:
         host = self.view.hosts.get(name)
         if host is None:
+            if name in self.view.expected:
+                raise ApiProblem(409, f"host {name} is {self.view.expected[name].state}: "
+                                      "it has not joined")
             raise ApiProblem(404, f"host {name}: no such host")
+        self._may_manage(who, host)
+        return host
+
+    async def set_host_open(self, who: Identity, name: str, open_: bool,
+                            reason: str = "") -> None:
+        host = self._host(who, name)
+        target = "ok" if open_ else "closed"
         if host.state not in ("ok", "closed"):
             raise ApiProblem(409, f"host {name} is {host.state}: only an ok or closed host "
                                   "can be opened or closed")
-        target = "ok" if open_ else "closed"
         if host.state != target:
-            await self.commit(self.clock(), [HostStateChanged(name, target, self.clock())])
+            await self.commit(self.clock(), [self._transition(name, target, reason)])
+
+    async def decommission(self, who: Identity, name: str) -> None:
+        """A drained (closed) host is given back: refused while jobs run on it."""
+        host = self._host(who, name)
+        if host.jobs:
+            raise ApiProblem(409, f"host {name} still runs job(s) "
+                                  f"{', '.join(map(str, sorted(host.jobs)))}: drain it first")
+        await self.commit(self.clock(), [self._transition(name, "decommissioned")])
+
+    async def remove(self, who: Identity, name: str) -> None:
+        """A decommissioned host is gone (its provider released it); a failed expected
+        host is cleared; an expected one is cancelled (it leaves the in-flight count)."""
+        now = self.clock()
+        expected = self.view.expected.get(name)
+        if expected is not None:
+            self._may_manage(who, expected)
+            why = reason_for(name, expected.state, "removed")
+            events: list[Event] = [ExpectedHostEnded(name, "removed", why, now)]
+            if expected.state == "expected":  # a failed one already left the count
+                events.append(self._in_flight(expected.template, -1))
+            await self.commit(now, events)
+            return
+        host = self._host(who, name)
+        if host.static:
+            raise ApiProblem(409, f"host {name} is in the cluster file: edit the file instead")
+        self._transition(name, "removed")  # only a decommissioned host may go
+        await self.commit(now, [HostRemoved(name, now)])
+
+    def _in_flight(self, template: str, change: int) -> SupplyChanged:
+        count = sum(1 for e in self.view.expected.values()
+                    if e.template == template and e.state == "expected")
+        return SupplyChanged(in_flight={template: count + change}, time=self.clock())
+
+    async def expect(self, who: Identity, template: str, provider: str, request: str,
+                     deadline_in: float) -> tuple[ExpectedHost, str]:
+        """A host requested from a provider: it counts as in flight at once; an agent may
+        join as it with the returned single-use token until the deadline."""
+        found = self.state.templates.get(template)
+        if found is None:
+            raise ApiProblem(404, f"template {template}: no such template in the catalog")
+        if who.role not in ("admin", "provisioner"):
+            raise ApiProblem(403, f"role {who.role} may not add expected hosts")
+        expected = sum(1 for e in self.view.expected.values()
+                       if e.template == template and e.state == "expected")
+        if self.state.template_alive(template) + expected >= found.max:
+            raise ApiProblem(409, f"Template {template} allows no more hosts (max {found.max})")
+        now = self.clock()
+        name = f"{template}-{self.view.last_host_number + 1}"
+        token = "xcej_" + secrets.token_urlsafe(32)
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        await self.commit(now, [
+            HostExpected(name, template, provider or found.provider, request, digest,
+                         now + deadline_in, now),
+            self._in_flight(template, +1),
+        ])
+        return self.view.expected[name], token
+
+    def join_identity(self, token: str) -> Identity | None:
+        """The agent a join token speaks for: an expected host before its deadline, or
+        the provisioned host that joined with it."""
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        for expected in self.view.expected.values():
+            if expected.token_sha256 == digest:
+                if expected.state != "expected" or self.clock() > expected.deadline:
+                    return None
+                return Identity(expected.name, "agent")
+        for host in self.view.hosts.values():
+            if host.token_sha256 == digest:
+                return Identity(host.name, "agent")
+        return None
 
     async def register(self, name: str, request: RegisterRequest) -> Registered:
         now = self.clock()
         host = self.view.hosts.get(name)
         events: list[Event] = []
-        if host is None:
+        expected = self.view.expected.get(name)
+        if expected is not None:
+            events.extend(self._join(expected, request, now))
+        elif host is None:
             events.append(HostAdded(name, request.slots, request.type, request.model,
                                     dict(request.resources), None, "ok", now))
         elif host.state not in ("ok", "closed"):
-            events.append(HostStateChanged(name, "closed" if host.closed_by_admin else "ok", now))
+            events.append(self._back(host))
         if events:
             await self.commit(now, events)
         host = self.view.hosts[name]
@@ -359,18 +502,43 @@ class Controller:
         kill = [j for j in request.running if j not in host.jobs]
         return Registered(self.settings.heartbeat_interval, kill)
 
+    def _back(self, host: HostView) -> HostStateChanged:
+        """The transition of a host whose agent is back (registered or heartbeating)."""
+        if host.state == "unavail":
+            return self._transition(host.name, "ok")
+        state, reason = host.resume
+        # Checked like any transition: a decommissioned host's agent is refused (409).
+        return self._transition(host.name, state, reason if state == "closed" else "")
+
+    def _join(self, expected: ExpectedHost, request: RegisterRequest, now: float) -> list[Event]:
+        """An expected host's agent joins: the host takes the template's shape; the agent
+        may add resources, never contradict the template's."""
+        if expected.state != "expected" or now > expected.deadline:
+            raise ApiProblem(409, f"host {expected.name} is {expected.state}: "
+                                  "its join deadline passed")
+        template = self.state.templates[expected.template]
+        for res, value in request.resources.items():
+            if res in template.resources and template.resources[res] != value:
+                raise ApiProblem(409, f"host {expected.name}: {res}={value} contradicts "
+                                      f"template {template.name} ({template.resources[res]})")
+        resources = {**request.resources, **template.resources}
+        return [
+            HostAdded(expected.name, template.slots, template.type, template.model, resources,
+                      template.name, "ok", now, provider=expected.provider),
+            self._in_flight(expected.template, -1),
+        ]
+
     async def heartbeat(self, name: str, beat: Heartbeat) -> HeartbeatReply:
         now = self.clock()
         host = self.view.hosts.get(name)
         if host is None or host.last_heartbeat is None or host.state not in (
-            "ok", "closed", "unreach"
+            "ok", "closed", "unreach", "lost"
         ):
             raise ApiProblem(409, f"host {name} is not registered: register first")
         host.last_heartbeat = now
         pending: list[asyncio.Future[int]] = []
-        if host.state == "unreach":
-            back = "closed" if host.closed_by_admin else "ok"
-            pending.append(self.emit(now, [HostStateChanged(name, back, now)]))
+        if host.state in ("unreach", "lost"):
+            pending.append(self.emit(now, [self._back(host)]))
         ended: list[Event] = []
         reported = set()
         for report in beat.finished:
@@ -429,16 +597,27 @@ class Controller:
             ):
                 log.warning("host %s: no heartbeat for %.0f s: unreach",
                             host.name, now - host.last_heartbeat)
-                events.append(HostStateChanged(host.name, "unreach", now))
+                events.append(HostStateChanged(host.name, "unreach", now,
+                                               reason_for(host.name, host.state, "unreach")))
         if events:
             await self.commit(now, events)
         lost: list[Event] = []
+        late = [e for e in self.view.expected.values()
+                if e.state == "expected" and now > e.deadline]
+        for expected in late:
+            log.warning("expected host %s did not join by its deadline: failed", expected.name)
+            why = reason_for(expected.name, "expected", "failed")
+            lost.append(ExpectedHostEnded(expected.name, "failed", why, now))
+        for template in sorted({e.template for e in late}):
+            lost.append(self._in_flight(template, -sum(e.template == template for e in late)))
         for host in self.view.hosts.values():
             if (
                 host.state == "unreach"
                 and host.unreach_since is not None
                 and now - host.unreach_since > self.settings.requeue_after
             ):
+                lost.append(HostStateChanged(host.name, "lost", now,
+                                             reason_for(host.name, "unreach", "lost")))
                 for job_id in list(host.jobs):
                     job = self.view.jobs[job_id]
                     if job.state == RUN and not any(

@@ -17,6 +17,9 @@ _JOB = {"name": "job", "in": "path", "required": True,
         "schema": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}}
 _HOST = {"name": "host", "in": "path", "required": True,
          "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}}
+_POOL = {"name": "pool", "in": "path", "required": True,
+         "description": 'a pool key: "vcs", or "hspice/cloud" (the slash as %2F)',
+         "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+(/[^/]+)?$"}}
 _ERRORS = (400, 401, 403, 404, 409)
 
 # (method, path, summary, request body, answer, success status, path parameters, query)
@@ -35,11 +38,30 @@ _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, An
     ("post", "/jobs/{job}/stop", "Hold a pending job", None, api.JobInfo, 200, [_JOB], []),
     ("post", "/jobs/{job}/resume", "Release a held job", None, api.JobInfo, 200, [_JOB], []),
     ("get", "/hosts", "List hosts", None, api.HostList, 200, [], []),
-    ("post", "/hosts/{host}/close", "Close a host (admin)", None, api.HostInfo, 200, [_HOST], []),
-    ("post", "/hosts/{host}/open", "Open a host (admin)", None, api.HostInfo, 200, [_HOST], []),
+    ("post", "/hosts/expected", "Add an expected host (admin, provisioner)", api.ExpectRequest,
+     api.Expected, 201, [], []),
+    ("post", "/hosts/{host}/close", "Close (drain) a host", None, api.HostInfo, 200, [_HOST], [
+        {"name": "reason", "in": "query",
+         "schema": {"type": "string", "enum": ["admin", "idle", "lifetime", "reclaim"]}},
+    ]),
+    ("post", "/hosts/{host}/open", "Open a host", None, api.HostInfo, 200, [_HOST], []),
+    ("post", "/hosts/{host}/decommission", "Decommission a drained host", None, api.HostInfo,
+     200, [_HOST], []),
+    ("post", "/hosts/{host}/remove", "Remove a released, failed or expected host", None,
+     api.HostList, 200, [_HOST], []),
     ("get", "/queues", "List queues", None, api.QueueList, 200, [], []),
     ("get", "/demand", "Demand of the last session", None, api.SessionOutput, 200, [], []),
     ("get", "/idle", "Idle supply of the last session", None, api.SessionOutput, 200, [], []),
+    ("get", "/resources", "Shared pools and their tokens", None, api.ResourceList, 200, [], []),
+    *[("post", f"/resources/{{pool}}/{step}", f"{summary} (admin, provisioner)",
+       api.TokensRequest, api.PoolInfo, 200, [_POOL], [])
+      for step, summary in (("borrow", "Ask a lender for tokens"),
+                            ("grant", "The lender granted tokens"),
+                            ("refuse", "The lender refused tokens"),
+                            ("return", "Give borrowed tokens back"))],
+    ("get", "/catalog", "The runtime catalog", None, api.CatalogInfo, 200, [], []),
+    ("post", "/catalog", "Set runtime allowances and headrooms (admin, provisioner)",
+     api.CatalogRequest, api.CatalogInfo, 200, [], []),
     ("post", "/agents/{host}/register", "An agent registers its host", api.RegisterRequest,
      api.Registered, 200, [_HOST], []),
     ("post", "/agents/{host}/heartbeat", "An agent's heartbeat", api.Heartbeat,

@@ -13,7 +13,9 @@ from xce.model.cluster import ClusterConfig, ResourceValue
 from xce.model.events import (
     ConfigLoaded,
     Event,
+    ExpectedHostEnded,
     HostAdded,
+    HostExpected,
     HostRemoved,
     HostStateChanged,
     JobFinished,
@@ -44,21 +46,40 @@ class JobRecord(msgspec.Struct):
     version: int = 0
 
 
+class ExpectedHost(msgspec.Struct):
+    """A host requested from a provider that has not joined: `expected`, or `failed`
+    once its join deadline passed."""
+
+    name: str
+    template: str
+    provider: str
+    request: str
+    token_sha256: str
+    deadline: float
+    since: float
+    state: str = "expected"
+    reason: str = ""
+
+
 class HostView:
     """One host as the controller knows it. `last_heartbeat` and `unreach_since` are
     memory only: after a restart every agent gets a fresh grace period."""
 
     __slots__ = (
-        "closed_by_admin",
         "jobs",
+        "joined",
         "last_heartbeat",
         "model",
         "name",
+        "provider",
+        "reason",
         "resources",
+        "resume",
         "slots",
         "state",
         "static",
         "template",
+        "token_sha256",
         "type",
         "unreach_since",
         "version",
@@ -83,7 +104,11 @@ class HostView:
         self.template = template
         self.state = state
         self.static = static
-        self.closed_by_admin = False
+        self.reason = ""  # why it is in its state (the last transition's reason)
+        self.provider = ""
+        self.token_sha256 = ""  # the join token it joined with (its agent's credential)
+        self.joined = 0.0
+        self.resume = ("ok", "")  # state and reason to return to when the agent is back
         self.jobs: dict[int, int] = {}  # job -> slots here
         self.last_heartbeat: float | None = None
         self.unreach_since: float | None = None
@@ -92,6 +117,10 @@ class HostView:
     @property
     def used(self) -> int:
         return sum(self.jobs.values())
+
+    @property
+    def closed_by_admin(self) -> bool:
+        return self.state == "closed" and self.reason == "admin"
 
 
 class ClusterView:
@@ -102,7 +131,9 @@ class ClusterView:
         self.jobs: dict[int, JobRecord] = {}
         self.by_user: dict[str, dict[int, JobRecord]] = {}  # user -> jobs, in id order
         self.hosts: dict[str, HostView] = {}
+        self.expected: dict[str, ExpectedHost] = {}
         self.last_job_id = 0
+        self.last_host_number = 0  # names of expected hosts: <template>-<number>
 
     def apply(self, event: Event, time: float) -> None:
         match event:
@@ -128,19 +159,38 @@ class ClusterView:
                 if job.state in (PEND, PSUSP):
                     job.state = PSUSP if held else PEND
             case HostAdded():
-                self.hosts[event.name] = HostView(
+                host = HostView(
                     event.name, event.slots, event.type, event.model, dict(event.resources),
                     event.template, event.state, static=False,
                 )
-            case HostStateChanged(name=name, state=state):
+                host.provider, host.joined = event.provider, event.time
+                expected = self.expected.pop(event.name, None)
+                if expected is not None:
+                    host.token_sha256, host.reason = expected.token_sha256, "joined"
+                self.hosts[event.name] = host
+            case HostStateChanged(name=name, state=state, reason=reason):
                 host = self.hosts[name]
-                if state == "closed":
-                    host.closed_by_admin = True
-                elif state == "ok":
-                    host.closed_by_admin = False
-                host.unreach_since = time if state == "unreach" else None
-                host.state = state
+                if state == "closed" and not reason:
+                    reason = "admin"  # facts written before transitions had reasons
+                host.unreach_since = time if state == "unreach" else host.unreach_since
+                if state not in ("unreach", "lost"):
+                    host.unreach_since = None
+                if state in ("unreach", "lost") and host.state in ("ok", "closed"):
+                    host.resume = (host.state, host.reason)
+                host.state, host.reason = state, reason
                 host.version += 1
+            case HostExpected():
+                self.expected[event.name] = ExpectedHost(
+                    event.name, event.template, event.provider, event.request,
+                    event.token_sha256, event.deadline, event.time,
+                )
+                self.last_host_number += 1
+            case ExpectedHostEnded(name=name, state=state, reason=reason):
+                if state == "removed":
+                    del self.expected[name]
+                else:
+                    self.expected[name].state = state
+                    self.expected[name].reason = reason
             case HostRemoved(name=name):
                 host = self.hosts.pop(name)
                 host.version += 1

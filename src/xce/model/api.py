@@ -102,6 +102,32 @@ class HostInfo(msgspec.Struct, frozen=True):
     last_heartbeat: float | None = None
     jobs: list[int] = []
     closed_by_admin: bool = False
+    reason: str = ""  # why it is in its state: admin, idle, lifetime, reclaim, joined, ...
+    status: str = ""  # as `xce hosts` shows it: ok, closed_Adm, closed_Idle, expected, ...
+    provider: str = ""
+    request: str = ""  # the provider request an expected host belongs to
+    deadline: float | None = None  # join deadline of an expected host
+    joined: float | None = None
+
+
+class ExpectRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /hosts/expected` (admin, provisioner): a host requested from a provider."""
+
+    template: Name
+    provider: str = ""  # default: the template's
+    request: str = ""  # the provider's request id
+    deadline: Annotated[float, msgspec.Meta(gt=0, le=30 * 86400)] = 600.0  # seconds to join
+
+
+class Expected(msgspec.Struct, frozen=True):
+    """An expected host and its single-use join token (shown only now)."""
+
+    name: str
+    template: str
+    provider: str
+    request: str
+    deadline: float
+    join_token: str
 
 
 class HostList(msgspec.Struct, frozen=True):
@@ -129,6 +155,88 @@ class SessionOutput(msgspec.Struct, frozen=True, omit_defaults=True):
     time: float | None
     demand: dict[str, Any] | None = None
     idle: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------- shared pools, runtime catalog
+Tokens = Annotated[float, msgspec.Meta(gt=0)]
+
+
+class TokensRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /resources/{pool}/borrow|grant|refuse|return`: how many tokens."""
+
+    amount: Tokens
+
+
+class PoolInfo(msgspec.Struct, frozen=True):
+    """One pool of a shared resource. `pool` is its key ("vcs", the resource's only
+    pool, or "hspice/cloud"); the total jobs may be given is `base + borrowed`;
+    `returning` tokens left the total and are given back once no job holds them;
+    `free` is the total less `in_use`; `headroom` how many more may be borrowed now;
+    `max_borrow` is None for a pool without a catalog countable (no borrowing)."""
+
+    resource: str
+    pool: str
+    base: float
+    borrowed: float
+    in_flight: float
+    returning: float
+    in_use: float
+    free: float
+    headroom: float
+    max_borrow: float | None = None
+
+
+class ResourceList(msgspec.Struct, frozen=True):
+    """`GET /resources`: every pool of every shared resource."""
+
+    resources: list[PoolInfo]
+
+
+class CatalogRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /catalog`: runtime caps. `allowance`: template -> how many more hosts it
+    may get now (null: no runtime cap); `headroom`: pool -> how many more tokens may be
+    borrowed now (null: back to what max_borrow leaves)."""
+
+    allowance: dict[str, Annotated[int, msgspec.Meta(ge=0)] | None] = {}
+    headroom: dict[str, Annotated[float, msgspec.Meta(ge=0)] | None] = {}
+
+
+class TemplateInfo(msgspec.Struct, frozen=True):
+    """A host template: `alive` hosts of it, `in_flight` (requested, not joined),
+    `allowance` (the runtime cap, None: none) and `available`: how many more hosts the
+    scheduler may ask for now (max less alive and in flight, within the allowance)."""
+
+    name: str
+    provider: str
+    slots: int
+    max: int
+    rank: int
+    alive: int
+    in_flight: int
+    allowance: int | None
+    available: int
+
+
+class CountableInfo(msgspec.Struct, frozen=True):
+    """A countable pool: `headroom` in force (the runtime value when one was set, else
+    max_borrow less borrowed and in flight) and `runtime_headroom` (None: not set)."""
+
+    resource: str
+    pool: str
+    max_borrow: float
+    idle_time: float
+    in_flight: float
+    borrowed: float
+    returning: float
+    headroom: float
+    runtime_headroom: float | None = None
+
+
+class CatalogInfo(msgspec.Struct, frozen=True):
+    """`GET /catalog`, `POST /catalog`: the catalog as the scheduler uses it now."""
+
+    templates: list[TemplateInfo]
+    countables: list[CountableInfo]
 
 
 # ---------------------------------------------------------------- agents

@@ -68,6 +68,7 @@ class HostAdded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     state: HostState = "ok"
     time: float = 0
     idle_since: float | None = None  # default: `time`
+    provider: str = ""  # the provider that made it (provisioned hosts)
 
 
 class HostStateChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
@@ -137,7 +138,7 @@ class SupplyChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     in_flight: dict[str, int] = {}  # template -> expected hosts not yet joined
     tokens_in_flight: dict[str, float] = {}  # tokens asked for, not yet granted
     borrowed: dict[str, float] = {}  # borrowed tokens, part of the pool's total
-    headroom: dict[str, float] = {}  # how much more could be borrowed now
+    headroom: dict[str, float] = {}  # how much more could be borrowed now (<0: no runtime cap)
     allowance: dict[str, int] = {}  # template -> how many more hosts it allows now (<0: no cap)
     time: float = 0
 

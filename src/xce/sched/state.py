@@ -174,6 +174,9 @@ class SchedulerState:
             name: [] for name, r in config.resources.items() if r.consumable and not r.shared
         }
         countables = {(c.resource, c.pool): c for c in config.catalog.countables}
+        # Tokens borrowed or asked for stay with a pool that stays (a changed
+        # configuration does not give them back); `used` is rebuilt below.
+        before = {(p.resource, p.name): p for pools in self.pools.values() for p in pools}
         self.pools = {
             res: [
                 PoolRecord(
@@ -186,6 +189,14 @@ class SchedulerState:
             ]
             for res, pools in config.shared.items()
         }
+        for pools in self.pools.values():
+            for fresh in pools:
+                kept = before.get((fresh.resource, fresh.name))
+                if kept is not None:
+                    fresh.borrowed, fresh.tokens_in_flight = kept.borrowed, kept.tokens_in_flight
+                    fresh.history = kept.history
+                    if fresh.countable is not None:
+                        fresh.headroom = kept.headroom
         self.in_flight = {
             name: count for name, count in self.in_flight.items()
             if any(t.name == name for t in config.catalog.templates)
@@ -353,6 +364,9 @@ class SchedulerState:
             else:
                 self.allowance[name] = allowance
         for pool, field, value in resolved:
+            if field == "headroom" and value < 0:  # a negative headroom lifts the runtime one
+                pool.headroom = None
+                continue
             setattr(pool, field, float(value))
             if field == "borrowed":
                 pool.record(event.time)
