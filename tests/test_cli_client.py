@@ -540,9 +540,13 @@ def test_hosts_queues_and_host_admin(controller: FakeController) -> None:
     controller.answer("POST", "/hosts/cloud-1/close", closed)
     controller.answer("POST", "/hosts/cloud-1/open", closed)
     assert xce("host", "close", "cloud-1").stdout == "Host <cloud-1> closed.\n"
+    assert xce("host", "close", "--reason", "idle", "cloud-1").exit_code == 0
     assert xce("host", "open", "cloud-1").stdout == "Host <cloud-1> opened.\n"
-    assert [(r.method, r.path) for r in controller.requests[-2:]] == [
-        ("POST", "/hosts/cloud-1/close"), ("POST", "/hosts/cloud-1/open")]
+    assert [(r.method, r.path, r.query) for r in controller.requests[-3:]] == [
+        ("POST", "/hosts/cloud-1/close", {"reason": "admin"}),
+        ("POST", "/hosts/cloud-1/close", {"reason": "idle"}),
+        ("POST", "/hosts/cloud-1/open", {}),
+    ]
 
 
 def test_demand_and_idle(controller: FakeController) -> None:

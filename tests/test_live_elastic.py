@@ -360,10 +360,26 @@ def test_drain_decommission_and_remove(tmp_path: Path) -> None:
         refused = cluster.api("POST", "/hosts/n1/remove")
         assert (refused.status, refused.json) == (
             409, error(409, "host n1 is in the cluster file: edit the file instead"))
-        refused = cluster.api("POST", "/hosts/n1/decommission")
-        assert (refused.status, refused.json) == (409, error(
-            409, "host n1 is unavail: it cannot become decommissioned (from unavail: ok)"))
+        for action in ("decommission", "reclaimed"):
+            refused = cluster.api("POST", f"/hosts/n1/{action}")
+            assert refused.status == 409, action
+            assert refused.json["error"].startswith("host n1 is in the cluster file"), action
         assert cluster.host("n1")["state"] == "unavail"
+
+        # The provider takes a busy host back: lost, its job requeued at once.
+        spot = expect(cluster, who="prov", request="r-7")["name"]
+        cluster.start_agent(spot, slots=1)
+        victim = cluster.submit(hold("never"), n=2, res=CLOUD)
+        assert cluster.wait_state(victim, "RUN")["exec_hosts"] == {spot: 2}
+        assert cluster.host(spot)["request"] == "r-7"
+        lost = cluster.api("POST", f"/hosts/{spot}/reclaimed", who="prov")
+        assert lost.status == 200, lost
+        assert (lost.json["state"], lost.json["reason"], lost.json["jobs"]) == (
+            "lost", "reclaimed by the provider", [])
+        assert cluster.job(victim)["state"] == "PEND"
+        wait_for(lambda: f"HTTP 409: host {spot} was reclaimed" in cluster.log_tail(spot),
+                 10, "the reclaimed host's agent to be refused")
+        assert cluster.host(spot)["state"] == "lost"
 
 
 # ---------------------------------------------------------------- idle supply, close reasons

@@ -97,8 +97,8 @@ class Client:
     def hosts(self) -> HostList:
         return self._get("/hosts", HostList)
 
-    def close_host(self, name: str) -> HostInfo:
-        return self._post(f"/hosts/{_segment(name)}/close", HostInfo)
+    def close_host(self, name: str, reason: str = "admin") -> HostInfo:
+        return self._post(f"/hosts/{_segment(name)}/close?reason={reason}", HostInfo)
 
     def open_host(self, name: str) -> HostInfo:
         return self._post(f"/hosts/{_segment(name)}/open", HostInfo)

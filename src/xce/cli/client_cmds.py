@@ -510,10 +510,13 @@ def host() -> None:
 
 @host.command("close")
 @click.argument("name", metavar="HOST")
+@click.option("--reason", type=click.Choice(["admin", "idle", "lifetime", "reclaim"]),
+              default="admin", show_default=True,
+              help="Why (STATUS closed_Adm, closed_Idle, closed_Life, closed_Recl).")
 @with_client
-def close_host(client: Client, name: str) -> None:
-    """Close HOST: running jobs go on, no new job starts there."""
-    closed = client.close_host(name)
+def close_host(client: Client, name: str, reason: str) -> None:
+    """Close (drain) HOST: running jobs go on, no new job starts there."""
+    closed = client.close_host(name, reason)
     click.echo(f"Host <{closed.name}> closed.")
 
 

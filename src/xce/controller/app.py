@@ -254,6 +254,7 @@ def host_info(ctl: Controller, name: str) -> HostInfo:
         last_heartbeat=host.last_heartbeat, jobs=sorted(host.jobs),
         closed_by_admin=host.closed_by_admin, reason=host.reason,
         status=status_label(host.state, host.reason), provider=host.provider,
+        request=host.request,
         joined=host.joined if host.template is not None else None,
     )
 
@@ -290,6 +291,15 @@ async def decommission_host(request: web.Request) -> web.Response:
     ctl = request.app[CONTROLLER]
     name = request.match_info["host"]
     await ctl.decommission(who, name)
+    return reply(host_info(ctl, name))
+
+
+async def reclaimed_host(request: web.Request) -> web.Response:
+    """The provider took the host back (e.g. a spot reclaim): lost, jobs requeued."""
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    name = request.match_info["host"]
+    await ctl.reclaimed(who, name)
     return reply(host_info(ctl, name))
 
 
@@ -414,6 +424,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/hosts/{host}/open", open_host),
     ("POST", "/hosts/{host}/decommission", decommission_host),
     ("POST", "/hosts/{host}/remove", remove_host),
+    ("POST", "/hosts/{host}/reclaimed", reclaimed_host),
     ("GET", "/queues", list_queues),
     ("GET", "/demand", get_demand),
     ("GET", "/idle", get_idle),

@@ -21,7 +21,7 @@ import msgspec
 
 from xce.controller.auth import Identity
 from xce.controller.journal import Journal
-from xce.controller.lifecycle import TransitionError, reason_for
+from xce.controller.lifecycle import RECLAIMED, TransitionError, reason_for
 from xce.controller.store import Store
 from xce.controller.tokens import PoolTokens, TokenLedger
 from xce.controller.view import (
@@ -100,6 +100,7 @@ class _HostExtra(msgspec.Struct):
     provider: str
     token_sha256: str
     joined: float
+    request: str = ""
 
 
 class _Snapshot(msgspec.Struct):
@@ -185,6 +186,7 @@ class Controller:
                     host = self.view.hosts[name]
                     host.reason, host.provider = more.reason, more.provider
                     host.token_sha256, host.joined = more.token_sha256, more.joined
+                    host.request = more.request
         for fact in self.store.read(after=last):
             self._apply(fact.time, fact.event, record=False)
             self._facts_since_snapshot += 1
@@ -303,7 +305,7 @@ class Controller:
         view = self.view
         extra = msgspec.msgpack.encode(_Snapshot(
             view.last_job_id, view.finished(), list(view.expected.values()),
-            {h.name: _HostExtra(h.reason, h.provider, h.token_sha256, h.joined)
+            {h.name: _HostExtra(h.reason, h.provider, h.token_sha256, h.joined, h.request)
              for h in view.hosts.values()},
             view.last_host_number, tokens=self.tokens.snapshot(),
         ))
@@ -413,10 +415,25 @@ class Controller:
     async def decommission(self, who: Identity, name: str) -> None:
         """A drained (closed) host is given back: refused while jobs run on it."""
         host = self._host(who, name)
+        if host.static:
+            raise ApiProblem(409, f"host {name} is in the cluster file: close it instead "
+                                  "(only provisioned hosts are decommissioned)")
         if host.jobs:
             raise ApiProblem(409, f"host {name} still runs job(s) "
                                   f"{', '.join(map(str, sorted(host.jobs)))}: drain it first")
         await self.commit(self.clock(), [self._transition(name, "decommissioned")])
+
+    async def reclaimed(self, who: Identity, name: str) -> None:
+        """The provider took a provisioned host back: it is lost, its jobs are
+        requeued or exited per queue."""
+        host = self._host(who, name)
+        if host.static:
+            raise ApiProblem(409, f"host {name} is in the cluster file: no provider has it")
+        now = self.clock()
+        events: list[Event] = [self._transition(name, "lost", RECLAIMED)]
+        for job_id in list(host.jobs):
+            events.extend(self._lost(self.view.jobs[job_id], now, f"host {name} reclaimed"))
+        await self.commit(now, events)
 
     async def remove(self, who: Identity, name: str) -> None:
         """A decommissioned host is gone (its provider released it); a failed expected
@@ -506,6 +523,9 @@ class Controller:
         """The transition of a host whose agent is back (registered or heartbeating)."""
         if host.state == "unavail":
             return self._transition(host.name, "ok")
+        if host.state == "lost" and host.reason == RECLAIMED:
+            raise ApiProblem(409, f"host {host.name} was reclaimed by its provider: "
+                                  "it cannot come back")
         state, reason = host.resume
         # Checked like any transition: a decommissioned host's agent is refused (409).
         return self._transition(host.name, state, reason if state == "closed" else "")

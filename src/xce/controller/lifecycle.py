@@ -12,6 +12,8 @@ reclaim (shown as closed_Adm, closed_Idle, closed_Life, closed_Recl by `xce host
 
 from __future__ import annotations
 
+RECLAIMED = "reclaimed by the provider"  # a host lost for good: its agent may not return
+
 # (from, to) -> the reason recorded when none more specific is given
 TRANSITIONS: dict[tuple[str, str], str] = {
     ("expected", "ok"): "joined",
@@ -23,7 +25,6 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     ("closed", "ok"): "opened",
     ("closed", "decommissioned"): "decommissioned",
     ("lost", "decommissioned"): "decommissioned",
-    ("failed", "decommissioned"): "decommissioned",
     ("decommissioned", "removed"): "released",
     ("ok", "unreach"): "no heartbeat",
     ("closed", "unreach"): "no heartbeat",
@@ -32,8 +33,8 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     ("unreach", "lost"): "unreachable too long",
     ("lost", "ok"): "agent back",
     ("lost", "closed"): "agent back",
-    ("ok", "lost"): "reclaimed by the provider",
-    ("closed", "lost"): "reclaimed by the provider",
+    ("ok", "lost"): RECLAIMED,
+    ("closed", "lost"): RECLAIMED,
 }
 CLOSE_REASONS = {"admin": "closed_Adm", "idle": "closed_Idle", "lifetime": "closed_Life",
                  "reclaim": "closed_Recl"}

@@ -47,6 +47,8 @@ _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, An
     ("post", "/hosts/{host}/open", "Open a host", None, api.HostInfo, 200, [_HOST], []),
     ("post", "/hosts/{host}/decommission", "Decommission a drained host", None, api.HostInfo,
      200, [_HOST], []),
+    ("post", "/hosts/{host}/reclaimed", "The provider took the host back", None, api.HostInfo,
+     200, [_HOST], []),
     ("post", "/hosts/{host}/remove", "Remove a released, failed or expected host", None,
      api.HostList, 200, [_HOST], []),
     ("get", "/queues", "List queues", None, api.QueueList, 200, [], []),

@@ -73,6 +73,7 @@ class HostView:
         "name",
         "provider",
         "reason",
+        "request",
         "resources",
         "resume",
         "slots",
@@ -106,6 +107,7 @@ class HostView:
         self.static = static
         self.reason = ""  # why it is in its state (the last transition's reason)
         self.provider = ""
+        self.request = ""  # the provider request it came from
         self.token_sha256 = ""  # the join token it joined with (its agent's credential)
         self.joined = 0.0
         self.resume = ("ok", "")  # state and reason to return to when the agent is back
@@ -167,6 +169,7 @@ class ClusterView:
                 expected = self.expected.pop(event.name, None)
                 if expected is not None:
                     host.token_sha256, host.reason = expected.token_sha256, "joined"
+                    host.request = expected.request
                 self.hosts[event.name] = host
             case HostStateChanged(name=name, state=state, reason=reason):
                 host = self.hosts[name]
