@@ -18,15 +18,18 @@ The tests share one cluster and run in order; each leaves every pool as it found
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from live import FAST, LiveCluster, free_port, skip_unless_linux, wait_for
+from live import FAST, LiveCluster, free_port, live_cluster, skip_unless_linux, wait_for
 
 from xce.model.events import Event, TokensChanged
+from xce.sim.replay import replay
 
 pytestmark = skip_unless_linux
 
@@ -292,3 +295,30 @@ def test_named_pool_runtime_catalog_and_cli(cluster: Cluster) -> None:
     step(cluster, "vcs", "refuse", 1)
     step(cluster, "hspice/cloud", "return", 1)
     wait_for(lambda: tokens(cluster, "hspice/cloud")[1:4] == (0, 0, 0), 5, "the return")
+
+
+def test_recorded_run_with_borrowed_tokens_replays(tmp_path: Path) -> None:
+    """Borrow, grant, license-bound jobs run, a return waits for them and completes:
+    the simulator replays the live recording with zero divergence."""
+    record = tmp_path / "rec.jsonl"
+    with live_cluster(tmp_path, CONFIG, users=("alice",)) as live:
+        live.add_token("provisioner", "prov")
+        live.start_controller(record=record)
+        live.start_agent("n1")
+        first = live.submit(["sh", "-c", HOLD], res=VCS)
+        second = live.submit(["sh", "-c", HOLD], res=VCS)
+        pend_reason(live, first)
+        step(live, "vcs", "borrow", 2)
+        step(live, "vcs", "grant", 2)
+        assert live.wait_state(first, "RUN") and live.wait_state(second, "RUN")
+        step(live, "vcs", "return", 2)
+        third = live.submit(["true"], res=VCS)
+        still_pending(live, third)
+        for job in (first, second):
+            release(live, job)
+        wait_for(lambda: tokens(live)[3] == 0, 10, "the return to complete")
+        assert ("vcs", "returned", 2.0) in token_steps(live)
+        live.stop_controller(signal.SIGTERM)
+    report = replay(record)
+    assert report.divergence is None, str(report.divergence)
+    assert report.sessions >= 5
