@@ -153,9 +153,15 @@ def test_expected_host_is_in_flight_supply_and_joins_as_its_template(tmp_path: P
             assert (info["state"], info["pend_kind"], info["pend_reason"]) == (
                 "PEND", "provisioning",
                 "Waiting for provisioning: fits on template cloud (1 host in flight)")
-        assert host_lines(cluster) == [["HOST_NAME", "STATUS", "MAX", "NJOBS", "RUN"],
-                                       ["n1", "unavail", "1", "0", "0"],
-                                       ["cloud-1", "expected", "4", "0", "0"]]
+        lines = host_lines(cluster)
+        assert lines[:5] == [["HOST_NAME", "STATUS", "MAX", "NJOBS", "RUN"],
+                             ["n1", "unavail", "1", "0", "0"],
+                             ["cloud-1", "expected", "4", "0", "0"],
+                             [],
+                             ["EXPECTED_HOST", "STATUS", "TEMPLATE", "PROVIDER", "REQUEST",
+                              "DEADLINE"]]
+        assert lines[5][:5] == ["cloud-1", "expected", "cloud", "aws", "r-17"]
+        assert len(lines) == 6
         long = cluster.xce("hosts", "-l")
         assert long.returncode == 0, long.stderr
         lines = block(long.stdout, "cloud-1")

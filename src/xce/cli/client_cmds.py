@@ -158,8 +158,18 @@ def _host_row(host: HostInfo) -> list[str]:
 
 
 def hosts_lines(hosts: Sequence[HostInfo]) -> list[str]:
-    """The bhosts table. NJOBS and RUN both count used slots: XCE suspends no job."""
-    return table(HOST_COLUMNS, [_host_row(host) for host in hosts], HOST_NUMBERS)
+    """The bhosts table. NJOBS and RUN both count used slots: XCE suspends no job.
+    Hosts requested from providers and not joined follow, with template and deadline."""
+    lines = table(HOST_COLUMNS, [_host_row(host) for host in hosts], HOST_NUMBERS)
+    waiting = [h for h in hosts if h.deadline is not None]
+    if waiting:
+        lines += ["", *table(
+            ("EXPECTED_HOST", "STATUS", "TEMPLATE", "PROVIDER", "REQUEST", "DEADLINE"),
+            [[h.name, h.state, h.template or "-", h.provider or "-", h.request or "-",
+              long_time(h.deadline) if h.deadline is not None else "-"] for h in waiting],
+            (),
+        )]
+    return lines
 
 
 def resources_text(resources: dict[str, ResourceValue]) -> str:
