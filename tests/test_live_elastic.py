@@ -406,11 +406,13 @@ def test_idle_supply_and_close_reasons(tmp_path: Path) -> None:
         assert (entry["host"], entry["template"]) == (name, "cloud")
         assert 2 <= entry["idle_for"] < 2.5
         assert entry["idle_for"] == pytest.approx(idle["time"] - joined)
+        assert cluster.host(name)["idle_since"] == pytest.approx(joined)
 
         # A job for it: no longer idle, neither while it runs nor right after.
         job = cluster.submit(hold("stop"), res=CLOUD)
         assert cluster.wait_state(job, "RUN")["exec_hosts"] == {name: 1}
         assert settled(cluster, "idle")["idle"] == {"hosts": [], "resources": []}
+        assert cluster.host(name)["idle_since"] is None  # busy
         (cluster.root / "stop").touch()
         cluster.wait_state(job, "DONE")
         assert settled(cluster, "idle")["idle"] == {"hosts": [], "resources": []}

@@ -195,6 +195,8 @@ def host_long(host: HostInfo) -> list[str]:
                 ("REASON", host.reason),
                 ("DEADLINE", long_time(host.deadline) if host.deadline is not None else ""),
                 ("JOINED", long_time(host.joined) if host.joined is not None else ""),
+                ("IDLE_SINCE",
+                 long_time(host.idle_since) if host.idle_since is not None else ""),
             ) if value
         ),
         ("HEARTBEAT", long_time(heartbeat) if heartbeat is not None else ""),

@@ -256,7 +256,13 @@ def host_info(ctl: Controller, name: str) -> HostInfo:
         status=status_label(host.state, host.reason), provider=host.provider,
         request=host.request,
         joined=host.joined if host.template is not None else None,
+        idle_since=_idle_since(ctl, host.name) if host.template is not None else None,
     )
+
+
+def _idle_since(ctl: Controller, name: str) -> float | None:
+    record = ctl.state.host_by_name.get(name)
+    return None if record is None or record.running else record.idle_since
 
 
 async def list_hosts(request: web.Request) -> web.Response:

@@ -108,6 +108,7 @@ class HostInfo(msgspec.Struct, frozen=True):
     request: str = ""  # the provider request an expected host belongs to
     deadline: float | None = None  # join deadline of an expected host
     joined: float | None = None
+    idle_since: float | None = None  # a provisioned host: when it last ran a job (or joined)
 
 
 class ExpectRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
