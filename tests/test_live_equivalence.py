@@ -65,6 +65,9 @@ def test_recorded_live_run_replays_without_divergence(tmp_path: Path) -> None:
         cluster.wait_state(long_running, "RUN")
         wait_for(lambda: sum(cluster.job(j)["state"] in FINISHED for j in wave) >= 2, 20,
                  "some of the first wave to finish")
+        # The 3-slot job needs both hosts: it must have started before n1 closes.
+        wait_for(lambda: cluster.job(wave[3])["state"] in ("RUN", *FINISHED), 20,
+                 "the 3-slot job to start")
 
         # Midway: close n1 (CLI), release the held job, more arrivals.
         closed = cluster.xce("host", "close", "n1")
