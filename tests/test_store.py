@@ -42,6 +42,8 @@ from xce.model.events import (
     JobRequeued,
     JobStarted,
     JobSubmitted,
+    LeaseGranted,
+    LeaseReleased,
     PoolHistoryRestored,
     SharedTotalChanged,
     SupplyChanged,
@@ -91,6 +93,8 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
         ExpectedHostEnded(name="aws.c5-1", state="failed", reason="join deadline passed",
                           time=12.0),
         TokensChanged(pool="hspice/cloud", step="granted", amount=2.0, time=13.0),
+        LeaseGranted(provider="aws", holder="prov-a", token=3, expires=74.0, time=14.0),
+        LeaseReleased(provider="aws", holder="prov-a", token=3, time=15.0),
     ]
 
 

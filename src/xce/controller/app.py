@@ -19,11 +19,13 @@ from xce.controller import supply
 from xce.controller.auth import Identity, TokenStore
 from xce.controller.core import ApiProblem, Controller
 from xce.controller.journal import JournalFailed
+from xce.controller.leases import Lease
 from xce.controller.lifecycle import CLOSE_REASONS, status_label
 from xce.controller.openapi import openapi_document
 from xce.controller.tokens import API_STEPS
 from xce.controller.view import FINISHED, PEND, PSUSP, RUN, JobRecord
 from xce.model.api import (
+    FENCING_HEADER,
     ApiError,
     CatalogRequest,
     Expected,
@@ -34,6 +36,10 @@ from xce.model.api import (
     JobInfo,
     JobList,
     KillResult,
+    LeaseInfo,
+    LeaseList,
+    LeaseRelease,
+    LeaseRequest,
     QueueInfo,
     QueueList,
     RegisterRequest,
@@ -161,6 +167,11 @@ def authenticate(request: web.Request) -> Identity:
         who = request.app[CONTROLLER].join_identity(token.strip())
     if who is None:
         raise ApiProblem(401, "unknown or revoked token")
+    fence = request.headers.get(FENCING_HEADER)
+    if fence is not None:
+        if not fence.isdigit() or len(fence) > 18:
+            raise ApiProblem(400, f"{FENCING_HEADER} must be a whole number")
+        who = Identity(who.name, who.role, int(fence))
     return who
 
 
@@ -412,6 +423,33 @@ async def heartbeat(request: web.Request) -> web.Response:
     return reply(await request.app[CONTROLLER].heartbeat(name, body))
 
 
+# ---------------------------------------------------------------- leases
+def lease_info(lease: Lease) -> LeaseInfo:
+    return LeaseInfo(lease.provider, lease.holder, lease.token, lease.expires, lease.released)
+
+
+async def take_lease(request: web.Request) -> web.Response:
+    who = caller(request, MANAGERS)
+    body = await body_of(request, LeaseRequest)
+    lease = await request.app[CONTROLLER].lease(who, request.match_info["provider"], body.ttl)
+    return reply(lease_info(lease))
+
+
+async def release_lease(request: web.Request) -> web.Response:
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    provider = request.match_info["provider"]
+    body = await body_of(request, LeaseRelease)
+    await ctl.release_lease(who, provider, body.token)
+    return reply(lease_info(ctl.leases.leases[provider]))
+
+
+async def list_leases(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    leases = request.app[CONTROLLER].leases.leases.values()
+    return reply(LeaseList([lease_info(lease) for lease in leases]))
+
+
 async def openapi(request: web.Request) -> web.Response:
     return reply(openapi_document())
 
@@ -439,6 +477,9 @@ ROUTES: list[tuple[str, str, Handler]] = [
      tokens_step),  # "hspice/cloud": the slash as is, or as %2F
     ("GET", "/catalog", get_catalog),
     ("POST", "/catalog", set_catalog),
+    ("GET", "/leases", list_leases),
+    ("POST", "/leases/{provider}", take_lease),
+    ("POST", "/leases/{provider}/release", release_lease),
     ("POST", "/agents/{host}/register", register),
     ("POST", "/agents/{host}/heartbeat", heartbeat),
 ]

@@ -29,6 +29,7 @@ class AuthError(Exception):
 class Identity(msgspec.Struct, frozen=True):
     name: str
     role: str
+    fence: int | None = None  # the fencing token a provisioner sent with its request
 
 
 class TokenEntry(msgspec.Struct, frozen=True):

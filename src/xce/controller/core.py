@@ -21,6 +21,7 @@ import msgspec
 
 from xce.controller.auth import Identity
 from xce.controller.journal import Journal
+from xce.controller.leases import Lease, LeaseRefused, LeaseTable
 from xce.controller.lifecycle import RECLAIMED, TransitionError, reason_for
 from xce.controller.store import Store
 from xce.controller.tokens import PoolTokens, TokenLedger
@@ -112,6 +113,7 @@ class _Snapshot(msgspec.Struct):
     hosts: dict[str, _HostExtra] = {}
     last_host_number: int = 0
     tokens: dict[str, PoolTokens] = {}  # the token ledger (tokens.py)
+    leases: list[Lease] = []  # provider leases (leases.py)
 
 
 class Controller:
@@ -131,6 +133,7 @@ class Controller:
         self.state = SchedulerState()
         self.view = ClusterView()
         self.tokens = TokenLedger()  # borrowed tokens per countable pool (supply.py)
+        self.leases = LeaseTable()  # which provisioner owns which provider
         self.journal: Journal | None = None
         self.busy = False  # a session (or snapshot) reads the scheduler state
         self.backlog: list[tuple[float, Event]] = []
@@ -181,6 +184,7 @@ class Controller:
                 self.view.last_job_id = max(self.view.last_job_id, kept.last_job_id)
                 self.view.last_host_number = kept.last_host_number
                 self.tokens.restore(kept.tokens)
+                self.leases.restore(kept.leases)
                 self.view.expected = {e.name: e for e in kept.expected}
                 for name, more in kept.hosts.items():
                     host = self.view.hosts[name]
@@ -215,6 +219,7 @@ class Controller:
                 self.recorder.event(time, event)
         self.view.apply(event, time)
         self.tokens.apply(event)
+        self.leases.apply(event)
 
     def emit(self, time: float, events: Sequence[Event]) -> asyncio.Future[int]:
         """Apply `events` in memory and queue them to the log; the future resolves when
@@ -308,6 +313,7 @@ class Controller:
             {h.name: _HostExtra(h.reason, h.provider, h.token_sha256, h.joined, h.request)
              for h in view.hosts.values()},
             view.last_host_number, tokens=self.tokens.snapshot(),
+            leases=self.leases.snapshot(),
         ))
         self.busy = True
         try:
@@ -377,12 +383,45 @@ class Controller:
 
     # ------------------------------------------------------------------ hosts
     def _may_manage(self, who: Identity, host: HostView | ExpectedHost) -> None:
-        """Admins manage every host; a provisioner only hosts that came from templates."""
+        """Admins manage every host; a provisioner only hosts that came from templates,
+        with the current fencing token of their provider's lease."""
         if who.role == "admin":
             return
         template = host.template
         if who.role != "provisioner" or template is None:
             raise ApiProblem(403, f"role {who.role} may not change host {host.name}")
+        self.fenced(who, host.provider)
+
+    def fenced(self, who: Identity, provider: str) -> None:
+        """A provisioner's change to `provider`: refused with a stale fencing token."""
+        if who.role != "provisioner":
+            return
+        try:
+            self.leases.check(provider, who.name, who.fence, self.clock())
+        except LeaseRefused as err:
+            log.warning("refused %s %s: %s", who.role, who.name, err.message)
+            raise ApiProblem(err.status, err.message) from err
+
+    def providers(self) -> set[str]:
+        return {t.provider for t in self.state.config.catalog.templates}
+
+    async def lease(self, who: Identity, provider: str, ttl: float) -> Lease:
+        """Take or renew the lease on `provider` for the caller."""
+        if provider not in self.providers():
+            raise ApiProblem(404, f"provider {provider}: no template of the catalog uses it")
+        try:
+            fact = self.leases.grant(provider, who.name, ttl, self.clock())
+        except LeaseRefused as err:
+            raise ApiProblem(err.status, err.message) from err
+        await self.commit(self.clock(), [fact])
+        return self.leases.leases[provider]
+
+    async def release_lease(self, who: Identity, provider: str, token: int) -> None:
+        try:
+            fact = self.leases.release(provider, who.name, token, self.clock())
+        except LeaseRefused as err:
+            raise ApiProblem(err.status, err.message) from err
+        await self.commit(self.clock(), [fact])
 
     def _transition(self, name: str, target: str, reason: str = "") -> HostStateChanged:
         host = self.view.hosts[name]
@@ -468,6 +507,7 @@ class Controller:
             raise ApiProblem(404, f"template {template}: no such template in the catalog")
         if who.role not in ("admin", "provisioner"):
             raise ApiProblem(403, f"role {who.role} may not add expected hosts")
+        self.fenced(who, provider or found.provider)
         expected = sum(1 for e in self.view.expected.values()
                        if e.template == template and e.state == "expected")
         if self.state.template_alive(template) + expected >= found.max:

@@ -20,6 +20,8 @@ _HOST = {"name": "host", "in": "path", "required": True,
 _POOL = {"name": "pool", "in": "path", "required": True,
          "description": 'a pool key: "vcs", or "hspice/cloud" (the slash as %2F)',
          "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+(/[^/]+)?$"}}
+_PROVIDER = {"name": "provider", "in": "path", "required": True,
+             "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}}
 _ERRORS = (400, 401, 403, 404, 409)
 
 # (method, path, summary, request body, answer, success status, path parameters, query)
@@ -64,6 +66,11 @@ _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, An
     ("get", "/catalog", "The runtime catalog", None, api.CatalogInfo, 200, [], []),
     ("post", "/catalog", "Set runtime allowances and headrooms (admin, provisioner)",
      api.CatalogRequest, api.CatalogInfo, 200, [], []),
+    ("get", "/leases", "Provider leases", None, api.LeaseList, 200, [], []),
+    ("post", "/leases/{provider}", "Take or renew a provider's lease", api.LeaseRequest,
+     api.LeaseInfo, 200, [_PROVIDER], []),
+    ("post", "/leases/{provider}/release", "Give a provider's lease up", api.LeaseRelease,
+     api.LeaseInfo, 200, [_PROVIDER], []),
     ("post", "/agents/{host}/register", "An agent registers its host", api.RegisterRequest,
      api.Registered, 200, [_HOST], []),
     ("post", "/agents/{host}/heartbeat", "An agent's heartbeat", api.Heartbeat,

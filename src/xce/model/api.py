@@ -240,6 +240,32 @@ class CatalogInfo(msgspec.Struct, frozen=True):
     countables: list[CountableInfo]
 
 
+# ---------------------------------------------------------------- leases
+FENCING_HEADER = "X-XCE-Fencing-Token"  # a provisioner's changes carry its lease's token
+
+
+class LeaseRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /leases/{provider}`: take or renew the lease for `ttl` seconds."""
+
+    ttl: Annotated[float, msgspec.Meta(ge=1, le=3600)] = 30.0
+
+
+class LeaseRelease(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    token: Annotated[int, msgspec.Meta(ge=0, le=2**62)]
+
+
+class LeaseInfo(msgspec.Struct, frozen=True):
+    provider: str
+    holder: str
+    token: int  # the fencing token: grows when the lease changes hands
+    expires: float
+    released: bool = False
+
+
+class LeaseList(msgspec.Struct, frozen=True):
+    leases: list[LeaseInfo]
+
+
 # ---------------------------------------------------------------- agents
 class RegisterRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`POST /agents/{name}/register`. For a host of the configuration, the

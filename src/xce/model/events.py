@@ -152,6 +152,27 @@ class PoolHistoryRestored(msgspec.Struct, frozen=True, tag=True, tag_field="even
     history: list[tuple[float, float, float]]
 
 
+class LeaseGranted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A provisioner instance (`holder`) holds a provider until `expires`; `token` is
+    the fencing token: it grows whenever the lease changes hands, never goes back.
+    The controller's record; the scheduler ignores it."""
+
+    provider: str
+    holder: str
+    token: int
+    expires: float
+    time: float = 0
+
+
+class LeaseReleased(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """The holder gave the provider up before its lease expired."""
+
+    provider: str
+    holder: str
+    token: int
+    time: float = 0
+
+
 Event = (
     ConfigLoaded
     | JobSubmitted
@@ -169,4 +190,6 @@ Event = (
     | HostExpected
     | ExpectedHostEnded
     | TokensChanged
+    | LeaseGranted
+    | LeaseReleased
 )
