@@ -1,0 +1,112 @@
+"""The seam between the provisioner and whatever supplies hosts and tokens: a small
+`Provider` protocol and the data it exchanges (docs/providers.md).
+
+A provider describes what it can supply, starts one machine per expected host (each
+with the host's name and join token, so that its agent joins as that host), releases
+machines, lists everything it has for the cluster (so the provisioner can reconcile its
+own records after a crash or a takeover), and lends and takes back tokens of countable
+pools. Every refusal is a `ProviderError` whose `kind` tells the caller how to react.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+import msgspec
+
+from xce.model.cluster import ResourceValue
+
+ErrorKind = Literal["capacity", "request", "unavailable"]
+InstanceState = Literal["running", "gone"]
+
+
+class TemplateOffer(msgspec.Struct, frozen=True):
+    """A host template as its provider offers it."""
+
+    name: str
+    slots: int
+    type: str = "X86_64"
+    model: str = ""
+    resources: dict[str, ResourceValue] = {}
+    max: int = 0  # most instances of the template at once
+    lead_time: float = 0.0  # typical seconds from request to a joined host
+    cost_per_hour: float | None = None  # None: unknown
+
+
+class PoolOffer(msgspec.Struct, frozen=True):
+    """A countable pool the provider lends tokens of."""
+
+    pool: str  # the pool key: "vcs", or "hspice/cloud" for a resource of several pools
+    size: float  # the most tokens it lends at once
+
+
+class Description(msgspec.Struct, frozen=True):
+    """What a provider can supply."""
+
+    provider: str
+    templates: tuple[TemplateOffer, ...] = ()
+    pools: tuple[PoolOffer, ...] = ()
+
+
+class HostGrant(msgspec.Struct, frozen=True):
+    """An expected host as the controller made it: the name its agent must join as,
+    and the single-use join token it must present."""
+
+    name: str
+    join_token: str
+
+
+class Instance(msgspec.Struct, frozen=True):
+    """One machine of the provider, tagged with what it was made for."""
+
+    id: str
+    cluster: str
+    template: str
+    request: str  # the provisioner's request id
+    host: str  # the expected host it joins as
+    state: InstanceState
+    started: float  # epoch seconds
+
+
+class ProviderError(Exception):
+    """A refusal or failure of a provider.
+
+    `capacity`: the provider has no room now (try later, or another template);
+    `request`: the request itself is wrong (do not retry it as is);
+    `unavailable`: the provider cannot be reached or failed (back off, then retry).
+    """
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+
+
+class Provider(Protocol):
+    """What the provisioner needs of a provider; every method may raise ProviderError."""
+
+    def describe(self) -> Description:
+        """The templates and pools this provider serves."""
+        ...
+
+    def request_hosts(self, request_id: str, template: str,
+                      hosts: Sequence[HostGrant]) -> list[Instance]:
+        """Start one instance of `template` per expected host, whose agent joins as that
+        host with its token; the instances, in the order of `hosts`."""
+        ...
+
+    def release(self, instance_ids: Sequence[str]) -> None:
+        """Stop and give back these instances."""
+        ...
+
+    def instances(self) -> list[Instance]:
+        """Every instance the provider has for this cluster, running or gone."""
+        ...
+
+    def borrow(self, pool: str, amount: float) -> float:
+        """Ask for `amount` tokens of `pool`; the amount granted (0 to `amount`)."""
+        ...
+
+    def give_back(self, pool: str, amount: float) -> None:
+        """Return `amount` borrowed tokens of `pool`."""
+        ...

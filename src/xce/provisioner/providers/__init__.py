@@ -1,0 +1,1 @@
+"""Providers the provisioner can drive; `local` (agents on this machine) is built in."""

@@ -1,0 +1,232 @@
+"""The `local` provider, built in: hosts on this machine, each an `xce agent` process
+that joins as an expected host; and local token pools (docs/providers.md)."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import msgspec
+
+from xce.model.cluster import ClusterConfig, HostTemplate, ResourceValue
+from xce.provisioner.provider import (
+    Description,
+    HostGrant,
+    Instance,
+    PoolOffer,
+    ProviderError,
+    TemplateOffer,
+)
+from xce.provisioner.providers.local_files import InstanceRecord, LocalFiles
+from xce.provisioner.providers.processes import Process, spawn, stop_groups
+
+PROVIDER = "local"
+# Host names become directory names: no separators, no leading dot.
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# The provisioner's own credentials are no business of the agents it starts.
+PRIVATE_ENV = ("XCE_TOKEN", "XCE_TOKEN_FILE")
+EPSILON = 1e-9
+
+
+class LocalConfig(msgspec.Struct, frozen=True):
+    """What the local provider serves, and where it keeps its files."""
+
+    controller: str  # the URL the agents join
+    work_dir: str
+    cluster: str
+    templates: tuple[HostTemplate, ...] = ()
+    pools: dict[str, float] = {}  # pool key -> tokens it lends at once
+    lead_time: float = 5.0  # typical seconds from request to joined host (describe())
+    stop_grace: float = 10.0  # seconds from SIGTERM to SIGKILL on release
+
+
+def local_config(cluster: ClusterConfig, controller: str, work_dir: Path,
+                 pools: Mapping[str, float] | None = None) -> LocalConfig:
+    """The local provider of `cluster`: the catalog's templates whose provider is local."""
+    return LocalConfig(
+        controller=controller, work_dir=str(work_dir), cluster=cluster.cluster,
+        templates=tuple(t for t in cluster.catalog.templates if t.provider == PROVIDER),
+        pools=dict(pools or {}),
+    )
+
+
+class LocalProvider:
+    """Starts and stops agent processes; lends tokens of local pools."""
+
+    def __init__(self, config: LocalConfig) -> None:
+        self.config = config
+        self.files = LocalFiles(Path(config.work_dir), config.cluster)
+        self.templates = {t.name: t for t in config.templates}
+        self._children: list[subprocess.Popen[bytes]] = []  # started here: to be reaped
+
+    def describe(self) -> Description:
+        return Description(
+            provider=PROVIDER,
+            templates=tuple(
+                TemplateOffer(name=t.name, slots=t.slots, type=t.type, model=t.model,
+                              resources=t.resources, max=t.max,
+                              lead_time=self.config.lead_time, cost_per_hour=0.0)
+                for t in self.config.templates
+            ),
+            pools=tuple(PoolOffer(key, size) for key, size in sorted(self.config.pools.items())),
+        )
+
+    # ------------------------------------------------------------ hosts
+    def request_hosts(self, request_id: str, template: str,
+                      hosts: Sequence[HostGrant]) -> list[Instance]:
+        """One agent per host. A host that already has an instance gets it back, so a
+        retried request starts nothing twice. Refused as a whole (capacity) when the
+        template's `max` running instances would be exceeded."""
+        shape = self._template(template)
+        names = [grant.name for grant in hosts]
+        for name in names:
+            if not HOST_NAME.fullmatch(name):
+                raise ProviderError("request", f"host name {name!r} is not a plain name")
+        if len(set(names)) != len(names):
+            raise ProviderError("request", f"a host is named twice in {', '.join(names)}")
+        with self.files.locked():
+            records = self.files.records()
+            new = [grant for grant in hosts if _instance_id(grant.name) not in records]
+            running = sum(1 for r in records.values()
+                          if r.template == template and _process(r).alive())
+            if running + len(new) > shape.max:
+                raise ProviderError(
+                    "capacity", f"template {template}: {running} of at most {shape.max} "
+                    f"instances run, {len(new)} more cannot start")
+            for grant in new:
+                records[_instance_id(grant.name)] = self._start(request_id, shape, grant)
+        return [self._instance(records[_instance_id(name)]) for name in names]
+
+    def release(self, instance_ids: Sequence[str]) -> None:
+        """Stop the agents (SIGTERM to each one's process group, SIGKILL after the
+        grace) and delete their join tokens. The records stay: the instances are listed
+        `gone`. Jobs the agents started live on (their shims run in sessions of their
+        own), as after any agent stop: release a host once it is decommissioned."""
+        with self.files.locked():
+            records = self.files.records()
+            unknown = [i for i in instance_ids if i not in records]
+            if unknown:
+                raise ProviderError("request", f"no such instance: {', '.join(unknown)}")
+            chosen = [records[i] for i in instance_ids]
+            stop_groups([_process(r) for r in chosen], self.config.stop_grace)
+            for record in chosen:
+                self.files.token_file(record.host).unlink(missing_ok=True)
+        self._reap()
+
+    def instances(self) -> list[Instance]:
+        """Every instance ever started from this work directory, oldest first."""
+        self._reap()
+        listed = [self._instance(r) for r in self.files.records().values()]
+        return sorted(listed, key=lambda i: (i.started, i.id))
+
+    def _template(self, name: str) -> HostTemplate:
+        shape = self.templates.get(name)
+        if shape is None:
+            served = ", ".join(self.templates) or "none"
+            raise ProviderError("request", f"template {name}: not a local template "
+                                f"(local templates: {served})")
+        return shape
+
+    def _start(self, request_id: str, shape: HostTemplate, grant: HostGrant) -> InstanceRecord:
+        command = _xce_command()
+        host_dir = self.files.host_dir(grant.name)
+        token = self.files.write_token(grant.name, grant.join_token)
+        args = [
+            command, "agent", "--controller", self.config.controller, "--name", grant.name,
+            "--token-file", str(token), "--slots", str(shape.slots),
+            "--state-dir", str(host_dir / "agent"),
+        ]
+        for name, value in shape.resources.items():
+            args += ["--resource", f"{name}={_flag_value(value)}"]
+        env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
+        try:
+            process, child = spawn(args, host_dir, host_dir / "agent.log", env)
+        except OSError as err:
+            raise ProviderError("unavailable",
+                                f"cannot start the agent of {grant.name}: {err}") from err
+        self._children.append(child)
+        record = InstanceRecord(
+            id=_instance_id(grant.name), cluster=self.config.cluster, template=shape.name,
+            request=request_id, host=grant.name, pid=process.pid,
+            process_start=process.start, started=time.time(),
+        )
+        self.files.save(record)
+        return record
+
+    def _instance(self, record: InstanceRecord) -> Instance:
+        return Instance(
+            id=record.id, cluster=record.cluster, template=record.template,
+            request=record.request, host=record.host,
+            state="running" if _process(record).alive() else "gone", started=record.started,
+        )
+
+    def _reap(self) -> None:
+        """Collect the exit status of agents this object started (no zombies)."""
+        self._children = [child for child in self._children if child.poll() is None]
+
+    # ------------------------------------------------------------ tokens
+    def borrow(self, pool: str, amount: float) -> float:
+        """Up to `amount` tokens: what the pool has left (maybe 0)."""
+        size = self._pool_size(pool, amount)
+        with self.files.locked():
+            lent = self.files.lent()
+            granted = max(0.0, min(amount, size - lent.get(pool, 0.0)))
+            if granted > 0:
+                lent[pool] = lent.get(pool, 0.0) + granted
+                self.files.save_lent(lent)
+        return granted
+
+    def give_back(self, pool: str, amount: float) -> None:
+        self._pool_size(pool, amount)
+        with self.files.locked():
+            lent = self.files.lent()
+            have = lent.get(pool, 0.0)
+            if amount > have + EPSILON:
+                raise ProviderError("request", f"cannot give back {amount:g} tokens of "
+                                    f"{pool}: {have:g} borrowed")
+            lent[pool] = max(0.0, have - amount)
+            self.files.save_lent(lent)
+
+    def _pool_size(self, pool: str, amount: float) -> float:
+        """The pool's size, once the pool and the amount are known to be valid."""
+        size = self.config.pools.get(pool)
+        if size is None:
+            served = ", ".join(sorted(self.config.pools)) or "none"
+            raise ProviderError("request", f"pool {pool}: not a local pool "
+                                f"(local pools: {served})")
+        if not math.isfinite(amount) or amount <= 0:
+            raise ProviderError("request", f"the amount must be a number above 0, "
+                                f"not {amount:g}")
+        return size
+
+
+def _instance_id(host: str) -> str:
+    return f"local-{host}"
+
+
+def _process(record: InstanceRecord) -> Process:
+    return Process(record.pid, record.process_start)
+
+
+def _flag_value(value: ResourceValue) -> str:
+    """A resource value as `xce agent --resource` reads it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(float(value))
+
+
+def _xce_command() -> str:
+    """The `xce` script next to this interpreter, else the one on PATH."""
+    script = Path(sys.executable).with_name("xce")
+    found = str(script) if script.exists() else shutil.which("xce")
+    if found is None:
+        raise ProviderError("unavailable",
+                            f"cannot find the xce command (next to {sys.executable} or on PATH)")
+    return found

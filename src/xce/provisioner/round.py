@@ -1,0 +1,67 @@
+"""One live policy round's input, built from what the controller publishes: the same
+`xce.policy.decide` the simulator runs, fed from `GET /demand`, `GET /idle` and
+`GET /hosts` instead of the simulator's state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from xce.model.result import (
+    Demand,
+    HostDemand,
+    Idle,
+    ResourceDemand,
+    SurplusHosts,
+    SurplusTokens,
+)
+from xce.policy import PolicyInput, ProvisionedHost
+
+
+def demand_of(shown: dict[str, Any] | None) -> Demand:
+    """FORMATS.md's demand JSON back into the scheduler's `Demand`."""
+    if not shown:
+        return Demand()
+    surplus = shown.get("surplus", {})
+    return Demand(
+        hosts=msgspec.convert(shown.get("hosts", []), list[HostDemand]),
+        resources=msgspec.convert(shown.get("resources", []), list[ResourceDemand]),
+        surplus_hosts=msgspec.convert(surplus.get("hosts", []), list[SurplusHosts]),
+        surplus_tokens=msgspec.convert(surplus.get("resources", []), list[SurplusTokens]),
+    )
+
+
+def policy_input(
+    now: float,
+    demand: dict[str, Any] | None,
+    idle: dict[str, Any] | None,
+    hosts: list[dict[str, Any]],
+    templates: set[str],
+    failures: list[str],
+    joined: list[str],
+) -> PolicyInput:
+    """What a round knows, for the templates this provisioner serves."""
+    provisioned = [h for h in hosts if h.get("template") in templates]
+    present = [h for h in provisioned if h["state"] not in ("expected", "failed")]
+    alive: dict[str, int] = {}
+    in_flight: dict[str, int] = {}
+    for host in provisioned:
+        if host["state"] == "expected":
+            in_flight[host["template"]] = in_flight.get(host["template"], 0) + 1
+        elif host["state"] != "failed":
+            alive[host["template"]] = alive.get(host["template"], 0) + 1
+    return PolicyInput(
+        now=now,
+        demand=demand_of(demand),
+        idle=msgspec.convert(idle or {}, Idle),
+        hosts=[
+            ProvisionedHost(h["name"], h["template"], h["state"], h.get("joined") or now,
+                            len(h.get("jobs", [])))
+            for h in present
+        ],
+        in_flight=in_flight,
+        alive=alive,
+        failures=failures,
+        joined=joined,
+    )

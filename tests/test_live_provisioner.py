@@ -1,0 +1,85 @@
+"""The provisioner closes the loop, live: pending jobs make demand; the provisioner
+(the policy of the simulator, `xce.policy`) requests hosts of the local provider, whose
+agents join and run the jobs; once idle the hosts are drained, decommissioned,
+released (their agent processes end) and removed. License-bound jobs get borrowed
+tokens, returned once idle."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from live import FAST, live_cluster, pid_alive, skip_unless_linux, wait_for
+
+pytestmark = skip_unless_linux
+
+CONFIG = """\
+cluster: loop
+session_interval: 0.2
+resources:
+  vcs: {type: numeric, consumable: true, shared: true}
+hosts:
+  - {name: n1, slots: 1}
+shared:
+  vcs: {total: 0}
+queues:
+  - {name: normal, priority: 30}
+catalog:
+  idle_time: 2
+  templates:
+    - {name: loc, provider: local, slots: 2, max: 3, rank: 1}
+  countables:
+    - {resource: vcs, max_borrow: 2, idle_time: 2}
+policy:
+  persistence: 0.5
+  max_lifetime: 0
+"""
+
+
+def agent_pids(work: Path) -> list[int]:
+    """Agent processes the local provider started (their command line names `work`)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if b" agent " in cmdline and str(work).encode() in cmdline:
+                found.append(int(entry))
+    return found
+
+
+def test_demand_to_hosts_and_back(tmp_path: Path) -> None:
+    with live_cluster(tmp_path, CONFIG, agents=("n1",)) as cluster:
+        cluster.add_token("provisioner", "prov")
+        cluster.start_controller(extra=FAST)
+        cluster.start_agent("n1", slots=1)
+        work = tmp_path / "provider"
+        cluster._spawn("provisioner", [
+            "provisioner", "--controller", cluster.url, "--token-file",
+            str(cluster.tokens["prov"]), "--config", str(cluster.config_path),
+            "--work", str(work), "--pool", "vcs=2", "--name", "prov-a", "--interval", "0.3",
+        ])
+        jobs = [cluster.submit(["sleep", "0.5"], n=2) for _ in range(3)]
+        licensed = cluster.submit(["sleep", "0.5"], res="rusage[vcs=1]")
+        for job in [*jobs, licensed]:
+            assert cluster.wait_state(job, "DONE", timeout=40)["state"] == "DONE"
+        ran_on = {h for job in jobs for h in cluster.job(job)["exec_hosts"]}
+        assert ran_on and all(h.startswith("loc-") for h in ran_on), ran_on
+        assert agent_pids(work), "the local provider's agents run"
+
+        # Idle past idle_time: drained, decommissioned, released, removed; tokens returned.
+        wait_for(lambda: not any(h.startswith("loc-") for h in cluster.hosts()), 40,
+                 "the provisioned hosts to go away")
+        wait_for(lambda: not agent_pids(work), 15, "the local agents to end")
+        steps = [line for line in cluster.log_tail("controller", 100_000).splitlines()
+                 if "pool vcs:" in line]
+        assert any("granted" in line for line in steps), steps
+        wait_for(lambda: cluster.ok("GET", "/resources")["resources"][0]["borrowed"] == 0, 20,
+                 "the borrowed tokens to be returned")
+        log = cluster.log_tail("provisioner", 100_000)
+        for words in ("RequestHosts", "DrainHost", "DecommissionHost", "RequestTokens",
+                      "ReturnTokens"):
+            assert words in log, words
+        assert not any(pid_alive(p) for p in agent_pids(work))
