@@ -51,6 +51,9 @@ def test_fenced_changes() -> None:
 
 def test_release_and_rebuild_from_facts() -> None:
     table = LeaseTable()
+    with pytest.raises(LeaseRefused) as refused:
+        table.release("aws", "a", 1, 0)
+    assert (refused.value.status, refused.value.message) == (404, "provider aws is not leased")
     taken(table, "aws", "a", 10, 0)
     with pytest.raises(LeaseRefused):
         table.release("aws", "b", 1, 1)

@@ -8,6 +8,7 @@ from xce import __version__
 from xce.cli.agent_cmd import agent
 from xce.cli.client_cmds import CLIENT_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
+from xce.cli.demo_cmd import demo
 from xce.cli.provisioner_cmd import provisioner
 from xce.cli.sched_cmd import sched
 from xce.cli.sim_cmd import sim
@@ -26,6 +27,7 @@ main.add_command(token)
 main.add_command(controller)
 main.add_command(agent)
 main.add_command(provisioner)
+main.add_command(demo)
 for command in CLIENT_COMMANDS:
     main.add_command(command)
 main.add_command(resources)

@@ -315,12 +315,15 @@ class Controller:
             view.last_host_number, tokens=self.tokens.snapshot(),
             leases=self.leases.snapshot(),
         ))
+        # The state and the view reflect exactly the facts queued so far; facts that
+        # arrive while the state is read wait in the backlog and follow the snapshot.
+        seq = self.journal.queued_seq
         self.busy = True
         try:
             events = await asyncio.get_running_loop().run_in_executor(
                 self._executor, state_events, self.state
             )
-            durable = self.journal.snapshot(events, extra)  # as of facts queued before busy
+            durable = self.journal.snapshot(seq, events, extra)
         finally:
             self.busy = False
         backlog, self.backlog = self.backlog, []

@@ -70,11 +70,12 @@ class Journal:
             self._cond.notify()
         return future
 
-    def snapshot(self, events: Sequence[Event], extra: bytes) -> asyncio.Future[int]:
-        """Queue a snapshot of the state as of every fact queued so far."""
+    def snapshot(self, seq: int, events: Sequence[Event], extra: bytes) -> asyncio.Future[int]:
+        """Queue a snapshot of the state as of fact `seq` (facts queued later are not in
+        it: recovery replays them after it)."""
         future: asyncio.Future[int] = self.loop.create_future()
         with self._cond:
-            self._queue.append(_Entry(0.0, events, future, self.queued_seq, extra))
+            self._queue.append(_Entry(0.0, events, future, seq, extra))
             self._cond.notify()
         return future
 

@@ -68,6 +68,8 @@ class LeaseTable:
         return LeaseGranted(provider, holder, token, now + ttl, now)
 
     def release(self, provider: str, holder: str, token: int, now: float) -> LeaseReleased:
+        if provider not in self.leases:
+            raise LeaseRefused(404, f"provider {provider} is not leased")
         self.check(provider, holder, token, now)
         return LeaseReleased(provider, holder, token, now)
 
