@@ -68,7 +68,7 @@ def one_run(root: Path) -> float:
         url = wait(lambda: (state / "controller.url").exists()
                    and (state / "controller.url").read_text().strip(), 20, "the controller")
         procs.append(subprocess.Popen(
-            [*XCE, "provisioner", "--controller", url, "--token-file",
+            [*XCE, "provisioner", "run", "--controller", url, "--token-file",
              str(root / "prov.token"), "--config", str(root / "cluster.yaml"), "--work",
              str(work), "--interval", "0.5"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))

@@ -57,7 +57,7 @@ def test_demand_to_hosts_and_back(tmp_path: Path) -> None:
         cluster.start_agent("n1", slots=1)
         work = tmp_path / "provider"
         cluster._spawn("provisioner", [
-            "provisioner", "--controller", cluster.url, "--token-file",
+            "provisioner", "run", "--controller", cluster.url, "--token-file",
             str(cluster.tokens["prov"]), "--config", str(cluster.config_path),
             "--work", str(work), "--pool", "vcs=2", "--name", "prov-a", "--interval", "0.3",
         ])
@@ -83,3 +83,8 @@ def test_demand_to_hosts_and_back(tmp_path: Path) -> None:
                       "ReturnTokens"):
             assert words in log, words
         assert not any(pid_alive(p) for p in agent_pids(work))
+        shown = cluster.xce("provisioner", "status", "--work", str(work))
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith("Instance prov-a, last round ")
+        assert "leases: local (token 1)" in shown.stdout
+        assert "RequestHosts" in shown.stdout and "DecommissionHost" in shown.stdout

@@ -105,7 +105,7 @@ class Demo:
                        "--token-file", str(self.token("agent", host)),
                        "--state-dir", str(self.root / host))
         for name in ("prov-a", "prov-b"):
-            self.spawn(name, "provisioner", "--controller", self.url, "--token-file",
+            self.spawn(name, "provisioner", "run", "--controller", self.url, "--token-file",
                        str(self.token("provisioner", name)), "--config", "cluster.yaml",
                        "--work", str(self.root / "local"), "--pool", "vcs=2", "--name", name,
                        "--interval", "0.5", "--lease-ttl", "5")

@@ -7,12 +7,14 @@ import logging
 import os
 import signal
 import socket
+import time
 from pathlib import Path
 
 import click
+import msgspec
 
 from xce.config import ConfigError, load_config
-from xce.provisioner.daemon import Provisioner
+from xce.provisioner.daemon import Provisioner, Status
 from xce.provisioner.provider import Provider
 from xce.provisioner.providers.local import LocalProvider, local_config
 
@@ -25,7 +27,39 @@ def _pool(text: str) -> tuple[str, float]:
         raise click.BadParameter(f"{text}: expected POOL=SIZE, e.g. vcs=4") from None
 
 
-@click.command("provisioner")
+STATUS_FILE = "status.json"
+
+
+@click.group("provisioner", invoke_without_command=True)
+@click.pass_context
+def provisioner(ctx: click.Context) -> None:
+    """Provisioner instances: `xce provisioner run ...`, `xce provisioner status`."""
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+@provisioner.command("status")
+@click.option("--work", "work_dir", type=click.Path(file_okay=False, exists=True),
+              required=True, help="The instance's --work directory.")
+@click.option("--json", "as_json", is_flag=True)
+def status(work_dir: str, as_json: bool) -> None:
+    """Leases held, hosts requested, and the recent decisions with their reasons."""
+    path = Path(work_dir) / STATUS_FILE
+    if not path.exists():
+        raise click.ClickException(f"{path}: no status yet (is the provisioner running?)")
+    shown = msgspec.json.decode(path.read_bytes(), type=Status)
+    if as_json:
+        click.echo(msgspec.json.encode(shown).decode())
+        return
+    leases = ", ".join(f"{p} (token {t})" for p, t in shown.leases.items()) or "none"
+    click.echo(f"Instance {shown.name}, last round {time.ctime(shown.time)}; leases: {leases}")
+    click.echo(f"Hosts requested, not joined: {', '.join(shown.expected) or 'none'}")
+    for d in shown.decisions:
+        click.echo(f"{time.strftime('%H:%M:%S', time.localtime(d.time))}  {d.action:<16} "
+                   f"{d.detail:<20} {d.reason}: {d.outcome}")
+
+
+@provisioner.command("run")
 @click.option("--controller", required=True, help="The controller's URL.")
 @click.option("--token-file", type=click.Path(dir_okay=False, exists=True), required=True,
               help="A token of the provisioner role.")
@@ -39,9 +73,8 @@ def _pool(text: str) -> tuple[str, float]:
 @click.option("--interval", type=float, default=2.0, show_default=True,
               help="Seconds between policy rounds.")
 @click.option("--lease-ttl", type=float, default=15.0, show_default=True)
-def provisioner(controller: str, token_file: str, config_path: str, work_dir: str,
-                pools: tuple[str, ...], name: str | None, interval: float,
-                lease_ttl: float) -> None:
+def run(controller: str, token_file: str, config_path: str, work_dir: str,
+        pools: tuple[str, ...], name: str | None, interval: float, lease_ttl: float) -> None:
     """Run a provisioner instance with the local provider (the embedded default)."""
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -54,7 +87,8 @@ def provisioner(controller: str, token_file: str, config_path: str, work_dir: st
     providers: dict[str, Provider] = {"local": local}
     me = name or f"{socket.gethostname()}:{os.getpid()}"
     token = Path(token_file).read_text().strip()
-    daemon = Provisioner(controller, token, me, config, providers, lease_ttl)
+    daemon = Provisioner(controller, token, me, config, providers, lease_ttl,
+                         status_file=Path(work_dir) / STATUS_FILE)
     asyncio.run(_serve(daemon, interval))
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time as wallclock
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -58,6 +60,16 @@ class Decision(msgspec.Struct, frozen=True):
     outcome: str
 
 
+class Status(msgspec.Struct, frozen=True):
+    """A provisioner instance's status, rewritten after every round."""
+
+    name: str
+    time: float
+    leases: dict[str, int]  # provider -> fencing token held
+    expected: list[str]  # hosts requested, not joined yet
+    decisions: list[Decision]
+
+
 class Provisioner:
     def __init__(
         self,
@@ -68,7 +80,9 @@ class Provisioner:
         providers: Mapping[str, Provider],
         lease_ttl: float = 15.0,
         clock: Callable[[], float] = wallclock.time,
+        status_file: Path | None = None,
     ) -> None:
+        self.status_file = status_file
         self.url = url.rstrip("/")
         self.token = token
         self.name = name
@@ -144,7 +158,18 @@ class Provisioner:
                                            action.reason, outcome))
             log.info("%s %s (%s): %s", type(action).__name__, _detail(action), action.reason,
                      outcome)
+        self._write_status(now, sorted(leased))
         return actions
+
+    def _write_status(self, now: float, leased: list[str]) -> None:
+        """What `xce provisioner status` shows: leases held, the recent decisions."""
+        if self.status_file is None:
+            return
+        status = Status(self.name, now, {p: self.fences[p] for p in leased},
+                        sorted(self.expected), list(self.decisions))
+        tmp = self.status_file.with_suffix(".tmp")
+        tmp.write_bytes(msgspec.json.encode(status))
+        os.replace(tmp, self.status_file)
 
     async def _settle_expected(self, hosts: list[dict[str, Any]]) -> list[str]:
         """Our expected hosts that joined (templates, for the policy) or failed (their
