@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from live import FAST, live_cluster, pid_alive, skip_unless_linux, wait_for
+from live import FAST, LiveCluster, live_cluster, pid_alive, skip_unless_linux, wait_for
 
 pytestmark = skip_unless_linux
 
@@ -88,3 +88,50 @@ def test_demand_to_hosts_and_back(tmp_path: Path) -> None:
         assert shown.stdout.startswith("Instance prov-a, last round ")
         assert "leases: local (token 1)" in shown.stdout
         assert "RequestHosts" in shown.stdout and "DecommissionHost" in shown.stdout
+
+
+def loc_records(cluster: LiveCluster) -> set[str]:
+    return {h["name"] for h in cluster.ok("GET", "/hosts")["hosts"]
+            if h.get("template") == "loc" and h["state"] in ("expected", "ok", "closed",
+                                                              "decommissioned")}
+
+
+def test_takeover_after_the_owner_is_killed(tmp_path: Path) -> None:
+    """Two instances; the lease holder is killed -9 while it provisions; the other
+    takes the provider over within a lease TTL, reconciles, and finishes the work:
+    every instance accounted for, none leaked, none requested twice."""
+    with live_cluster(tmp_path, CONFIG, agents=("n1",)) as cluster:
+        cluster.add_token("provisioner", "pa")
+        cluster.add_token("provisioner", "pb")
+        cluster.start_controller(extra=FAST)
+        cluster.start_agent("n1", slots=1)
+        work = tmp_path / "provider"  # the local provider's inventory, shared by both
+        for name in ("pa", "pb"):
+            cluster._spawn(name, [
+                "provisioner", "run", "--controller", cluster.url, "--token-file",
+                str(cluster.tokens[name]), "--config", str(cluster.config_path),
+                "--work", str(work), "--name", name, "--interval", "0.3", "--lease-ttl", "2",
+            ])
+        holder = wait_for(lambda: (ls := cluster.ok("GET", "/leases")["leases"])
+                          and ls[0]["holder"], 10, "a lease")
+        jobs = [cluster.submit(["sleep", "1"], n=2) for _ in range(4)]
+        wait_for(lambda: loc_records(cluster), 20, "a host requested")
+        cluster.procs[holder].kill()  # -9, mid-provisioning
+        cluster.procs[holder].wait()
+        other = "pb" if holder == "pa" else "pa"
+        taken = wait_for(lambda: (ls := cluster.ok("GET", "/leases")["leases"])[0]["holder"]
+                         == other and ls[0], 10, "the takeover")
+        assert taken["token"] == 2
+        seen_too_many = []
+
+        def settled() -> bool:
+            records = loc_records(cluster)
+            if len(agent_pids(work)) > len(records):
+                seen_too_many.append((len(agent_pids(work)), sorted(records)))
+            return all(cluster.job(j)["state"] == "DONE" for j in jobs) and not records
+
+        wait_for(settled, 60, "the jobs to run and the hosts to be given back", interval=0.2)
+        wait_for(lambda: not agent_pids(work), 15, "the local agents to end")
+        assert seen_too_many == [], "an instance ran that no host record knew"
+        instances = list((work / "instances").glob("*.json"))
+        assert len(instances) == len({p.name for p in instances}) >= 1

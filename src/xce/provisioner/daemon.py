@@ -136,7 +136,10 @@ class Provisioner:
                 log.info("provider %s not ours this round: %s", provider, err)
                 self.fences.pop(provider, None)
                 continue
-            self.fences[provider] = int(lease["token"])
+            token = int(lease["token"])
+            if self.fences.get(provider) != token:  # a new lease: we start, or take over
+                self.fences[provider] = token
+                await self._reconcile(provider)
             leased.add(provider)
         if not leased:
             return []
@@ -154,10 +157,7 @@ class Provisioner:
             if _template_of(action) not in templates and _template_of(action) is not None:
                 continue
             outcome = await self._act(action, hosts)
-            self.decisions.append(Decision(now, type(action).__name__, _detail(action),
-                                           action.reason, outcome))
-            log.info("%s %s (%s): %s", type(action).__name__, _detail(action), action.reason,
-                     outcome)
+            self._note(type(action).__name__, _detail(action), action.reason, outcome)
         self._write_status(now, sorted(leased))
         return actions
 
@@ -170,6 +170,43 @@ class Provisioner:
         tmp = self.status_file.with_suffix(".tmp")
         tmp.write_bytes(msgspec.json.encode(status))
         os.replace(tmp, self.status_file)
+
+    async def _reconcile(self, provider: str) -> None:
+        """Match the controller's records of a provider's hosts with its inventory, at
+        start and at takeover (the previous owner may have died mid-request): an
+        instance no host record knows is released (nothing leaks); an expected host with
+        no instance is cancelled (its join token died with the owner; the policy asks
+        again if the demand remains); a joined host whose instance is gone is lost, its
+        jobs requeued. Expected hosts with an instance are followed as our own."""
+        source = self.providers[provider]
+        instances = await asyncio.to_thread(source.instances)
+        hosts = (await self._call("GET", "/hosts"))["hosts"]
+        mine = {h["name"]: h for h in hosts if h.get("provider") == provider}
+        running = {i.host: i for i in instances if i.state == "running"}
+        for host, instance in running.items():
+            if host not in mine:
+                await asyncio.to_thread(source.release, [instance.id])
+                self._note("Reconcile", host, "an instance no host record knows", "released")
+        for name, host in mine.items():
+            state = host["state"]
+            if state == "expected" and name not in running:
+                await self._call("POST", f"/hosts/{quote(name)}/remove", provider=provider)
+                self._note("Reconcile", name, "expected, but no instance was started",
+                           "cancelled")
+            elif state == "expected":
+                self.expected[name] = (provider, host["template"], host.get("request", ""))
+            elif state == "decommissioned":  # the owner died between release and remove
+                if name in running:
+                    await asyncio.to_thread(source.release, [running[name].id])
+                await self._call("POST", f"/hosts/{quote(name)}/remove", provider=provider)
+                self._note("Reconcile", name, "decommissioned, not removed", "removed")
+            elif state in ("ok", "closed", "unreach") and name not in running:
+                await self._call("POST", f"/hosts/{quote(name)}/reclaimed", provider=provider)
+                self._note("Reconcile", name, "its instance is gone", "lost")
+
+    def _note(self, action: str, detail: str, reason: str, outcome: str) -> None:
+        self.decisions.append(Decision(self.clock(), action, detail, reason, outcome))
+        log.info("%s %s (%s): %s", action, detail, reason, outcome)
 
     async def _settle_expected(self, hosts: list[dict[str, Any]]) -> list[str]:
         """Our expected hosts that joined (templates, for the policy) or failed (their

@@ -25,7 +25,7 @@ from xce.provisioner.provider import (
     TemplateOffer,
 )
 from xce.provisioner.providers.local_files import InstanceRecord, LocalFiles
-from xce.provisioner.providers.processes import Process, spawn, stop_groups
+from xce.provisioner.providers.processes import Process, find, spawn, stop_groups
 
 PROVIDER = "local"
 # Host names become directory names: no separators, no leading dot.
@@ -95,7 +95,7 @@ class LocalProvider:
             records = self.files.records()
             new = [grant for grant in hosts if _instance_id(grant.name) not in records]
             running = sum(1 for r in records.values()
-                          if r.template == template and _process(r).alive())
+                          if r.template == template and self._process(r).alive())
             if running + len(new) > shape.max:
                 raise ProviderError(
                     "capacity", f"template {template}: {running} of at most {shape.max} "
@@ -115,7 +115,7 @@ class LocalProvider:
             if unknown:
                 raise ProviderError("request", f"no such instance: {', '.join(unknown)}")
             chosen = [records[i] for i in instance_ids]
-            stop_groups([_process(r) for r in chosen], self.config.stop_grace)
+            stop_groups([self._process(r) for r in chosen], self.config.stop_grace)
             for record in chosen:
                 self.files.token_file(record.host).unlink(missing_ok=True)
         self._reap()
@@ -146,17 +146,20 @@ class LocalProvider:
         for name, value in shape.resources.items():
             args += ["--resource", f"{name}={_flag_value(value)}"]
         env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
+        # Recorded before it starts (pid not known yet): an owner killed right after
+        # the spawn leaves a record, and the process is then found by its state dir.
+        pending = InstanceRecord(
+            id=_instance_id(grant.name), cluster=self.config.cluster, template=shape.name,
+            request=request_id, host=grant.name, pid=0, process_start=0, started=time.time(),
+        )
+        self.files.save(pending)
         try:
             process, child = spawn(args, host_dir, host_dir / "agent.log", env)
         except OSError as err:
             raise ProviderError("unavailable",
                                 f"cannot start the agent of {grant.name}: {err}") from err
         self._children.append(child)
-        record = InstanceRecord(
-            id=_instance_id(grant.name), cluster=self.config.cluster, template=shape.name,
-            request=request_id, host=grant.name, pid=process.pid,
-            process_start=process.start, started=time.time(),
-        )
+        record = msgspec.structs.replace(pending, pid=process.pid, process_start=process.start)
         self.files.save(record)
         return record
 
@@ -164,8 +167,14 @@ class LocalProvider:
         return Instance(
             id=record.id, cluster=record.cluster, template=record.template,
             request=record.request, host=record.host,
-            state="running" if _process(record).alive() else "gone", started=record.started,
+            state="running" if self._process(record).alive() else "gone",
+            started=record.started,
         )
+
+    def _process(self, record: InstanceRecord) -> Process:
+        if record.pid == 0:  # its owner died between recording and starting it
+            return find(str(self.files.host_dir(record.host) / "agent"))
+        return Process(record.pid, record.process_start)
 
     def _reap(self) -> None:
         """Collect the exit status of agents this object started (no zombies)."""
@@ -209,10 +218,6 @@ class LocalProvider:
 
 def _instance_id(host: str) -> str:
     return f"local-{host}"
-
-
-def _process(record: InstanceRecord) -> Process:
-    return Process(record.pid, record.process_start)
 
 
 def _flag_value(value: ResourceValue) -> str:

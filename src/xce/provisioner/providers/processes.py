@@ -39,6 +39,24 @@ def _stat(pid: int) -> tuple[str, int] | None:
     return fields[0], int(fields[19])
 
 
+def find(marker: str) -> Process:
+    """The live process whose command line contains `marker` (a dead Process when
+    there is none): how a process started by an owner that died before it could
+    record the pid is found."""
+    needle = marker.encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes():
+                stat = _stat(int(entry.name))
+                if stat is not None and stat[0] != "Z":
+                    return Process(int(entry.name), stat[1])
+        except OSError:
+            continue
+    return Process(0, 0)
+
+
 def spawn(command: Sequence[str], cwd: Path, log: Path, env: dict[str, str]
           ) -> tuple[Process, subprocess.Popen[bytes]]:
     """Start `command` in a session of its own, output appended to `log`; the process,
