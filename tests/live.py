@@ -179,6 +179,8 @@ class LiveCluster:
             if not url_file.exists():
                 return ""
             url = url_file.read_text().strip()
+            if not url:
+                return ""
             with contextlib.suppress(OSError):  # listening, and serving (recovered)
                 if self.api("GET", "/openapi.json", url=url).status == 200:
                     return url

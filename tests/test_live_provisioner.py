@@ -83,6 +83,8 @@ def test_demand_to_hosts_and_back(tmp_path: Path) -> None:
                       "ReturnTokens"):
             assert words in log, words
         assert not any(pid_alive(p) for p in agent_pids(work))
+        [vcs] = cluster.ok("GET", "/catalog")["countables"]
+        assert vcs["runtime_headroom"] == 2  # what the local pool can still lend
         shown = cluster.xce("provisioner", "status", "--work", str(work))
         assert shown.returncode == 0, shown.stderr
         assert shown.stdout.startswith("Instance prov-a, last round ")

@@ -153,7 +153,9 @@ async def _serve(app: web.Application, host: str, port: int, state_dir: Path) ->
     await site.start()
     bound = runner.addresses[0][1] if runner.addresses else port
     url = f"http://{host}:{bound}"
-    (state_dir / URL_FILE).write_text(url + "\n")
+    partial = state_dir / (URL_FILE + ".tmp")  # readers never see a half-written file
+    partial.write_text(url + "\n")
+    os.replace(partial, state_dir / URL_FILE)
     logging.getLogger("xce.controller").info("listening on %s", url)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -95,6 +95,7 @@ class Provisioner:
         self.expected: dict[str, tuple[str, str, str]] = {}  # host -> (provider, template, req)
         self.decisions: deque[Decision] = deque(maxlen=200)
         self._failures: list[str] = []
+        self._headroom: dict[str, float] = {}  # what the runtime catalog was last told
         self._session: aiohttp.ClientSession | None = None
 
     # ------------------------------------------------------------------ controller
@@ -143,6 +144,7 @@ class Provisioner:
             leased.add(provider)
         if not leased:
             return []
+        await self._sync_headroom(leased)
         templates = {t.name for t in self.config.catalog.templates if t.provider in leased}
         demand = (await self._call("GET", "/demand")).get("demand")
         idle = (await self._call("GET", "/idle")).get("idle")
@@ -170,6 +172,26 @@ class Provisioner:
         tmp = self.status_file.with_suffix(".tmp")
         tmp.write_bytes(msgspec.json.encode(status))
         os.replace(tmp, self.status_file)
+
+    async def _sync_headroom(self, leased: set[str]) -> None:
+        """Keep the runtime catalog current from the providers' descriptions: a pool's
+        headroom is what its provider could still lend (its size less what is borrowed
+        or asked for)."""
+        sizes = {}
+        for provider in sorted(leased):
+            description = await asyncio.to_thread(self.providers[provider].describe)
+            sizes.update({p.pool: p.size for p in description.pools})
+        if not sizes:
+            return
+        pools = (await self._call("GET", "/resources"))["resources"]
+        headroom = {
+            p["pool"]: max(0.0, sizes[p["pool"]] - p["borrowed"] - p["in_flight"])
+            for p in pools
+            if p["pool"] in sizes and p.get("max_borrow") is not None
+        }
+        if headroom and headroom != self._headroom:
+            await self._call("POST", "/catalog", {"headroom": headroom})
+            self._headroom = headroom
 
     async def _reconcile(self, provider: str) -> None:
         """Match the controller's records of a provider's hosts with its inventory, at
