@@ -40,7 +40,7 @@ from xce.model.api import (
     Submitted,
     TokensRequest,
 )
-from xce.model.result import HostDemand, Idle, ResourceDemand, SurplusHosts, SurplusTokens
+from xce.model.result import Demand, Idle, demand_from_json, idle_from_json
 
 DEFAULT_CONTROLLER = "http://127.0.0.1:6820"
 DEFAULT_TOKEN_FILE = "~/.xce/token"
@@ -182,34 +182,20 @@ def _refusal(err: urllib.error.HTTPError) -> ClientError:
 
 
 # ---------------------------------------------------------------- demand and idle supply
-class SessionSurplus(msgspec.Struct, frozen=True):
-    """In-flight supply that no pending job needs (FORMATS.md: demand `surplus`)."""
-
-    hosts: list[SurplusHosts] = []
-    resources: list[SurplusTokens] = []
-
-
-class SessionDemand(msgspec.Struct, frozen=True):
-    """The demand object of FORMATS.md ("Session result: demand and idle")."""
-
-    hosts: list[HostDemand] = []
-    resources: list[ResourceDemand] = []
-    surplus: SessionSurplus = SessionSurplus()
-
-
-def session_demand(output: SessionOutput) -> SessionDemand:
+def session_demand(output: SessionOutput) -> Demand:
     """The typed demand of a `GET /demand` answer (empty when there is none)."""
-    return _convert(output.demand, SessionDemand, "demand")
+    return _convert(output.demand, demand_from_json, "demand")
 
 
 def session_idle(output: SessionOutput) -> Idle:
     """The typed idle supply of a `GET /idle` answer (empty when there is none)."""
-    return _convert(output.idle, Idle, "idle supply")
+    return _convert(output.idle, idle_from_json, "idle supply")
 
 
-def _convert(shape: dict[str, Any] | None, answer: type[T], what: str) -> T:
+def _convert(shape: dict[str, Any] | None, read: Callable[[dict[str, Any] | None], T],
+             what: str) -> T:
     try:
-        return msgspec.convert(shape or {}, answer)
+        return read(shape)
     except msgspec.ValidationError as err:
         raise ClientError(f"unexpected {what} from the controller: {err}") from None
 

@@ -260,16 +260,15 @@ def demand_lines(output: SessionOutput) -> list[str]:
               str(len(r.jobs))] for r in demand.resources],
             ("AMOUNT", "IN_FLIGHT_USED", "JOBS"),
         )))
-    surplus = demand.surplus
-    if surplus.hosts:
+    if demand.surplus_hosts:
         sections.append(("Surplus hosts in flight (no pending job needs them):", table(
-            ("TEMPLATE", "HOSTS"), [[s.template, str(s.count)] for s in surplus.hosts],
+            ("TEMPLATE", "HOSTS"), [[s.template, str(s.count)] for s in demand.surplus_hosts],
             ("HOSTS",),
         )))
-    if surplus.resources:
+    if demand.surplus_tokens:
         sections.append(("Surplus tokens in flight (no pending job needs them):", table(
             ("RESOURCE", "POOL", "AMOUNT"),
-            [[*_pool(t.resource), _amount(t.amount)] for t in surplus.resources],
+            [[*_pool(t.resource), _amount(t.amount)] for t in demand.surplus_tokens],
             ("AMOUNT",),
         )))
     return _session_report(output, sections, "No demand.")

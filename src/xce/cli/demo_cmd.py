@@ -10,24 +10,23 @@ Every process it started is stopped before it returns.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from xce.cli.client import Client, session_demand
 from xce.controller.auth import TokenStore
+from xce.model.api import SubmitRequest
 
 CONFIG = """\
 cluster: demo
@@ -59,7 +58,7 @@ class Demo:
         self.console = console
         self.state = root / "state"
         self.procs: list[subprocess.Popen[bytes]] = []
-        self.url = ""
+        self.client: Client | None = None
         self.xce = [str(Path(sys.executable).with_name("xce"))]
         if not Path(self.xce[0]).exists():
             self.xce = [sys.executable, "-c", "from xce.cli.main import main; main()"]
@@ -78,14 +77,10 @@ class Demo:
         path.chmod(0o600)
         return path
 
-    def api(self, method: str, path: str, body: Any = None) -> Any:
-        token = (self.state / "admin.token").read_text().strip()
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Authorization": f"Bearer {token}"})
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(request, timeout=10) as answer:
-            return json.loads(answer.read())
+    @property
+    def api(self) -> Client:
+        assert self.client is not None, "the controller is not started"
+        return self.client
 
     def start(self, idle: float) -> None:
         (self.root / "cluster.yaml").write_text(CONFIG.format(idle=idle))
@@ -99,49 +94,49 @@ class Demo:
             if time.monotonic() > deadline:
                 raise click.ClickException("the controller did not start (see its log)")
             time.sleep(0.05)
-        self.url = url_file.read_text().strip()
+        url = url_file.read_text().strip()
+        self.client = Client(url, (self.state / "admin.token").read_text().strip())
         for host in ("static1", "static2"):
-            self.spawn(host, "agent", "--controller", self.url, "--name", host, "--slots", "2",
+            self.spawn(host, "agent", "--controller", url, "--name", host, "--slots", "2",
                        "--token-file", str(self.token("agent", host)),
                        "--state-dir", str(self.root / host))
         for name in ("prov-a", "prov-b"):
-            self.spawn(name, "provisioner", "run", "--controller", self.url, "--token-file",
+            self.spawn(name, "provisioner", "run", "--controller", url, "--token-file",
                        str(self.token("provisioner", name)), "--config", "cluster.yaml",
                        "--work", str(self.root / "local"), "--pool", "vcs=2", "--name", name,
                        "--interval", "0.5", "--lease-ttl", "5")
 
     def submit(self, jobs: int, seconds: float) -> list[int]:
-        ids = []
-        for i in range(jobs):
-            body = {"command": ["sleep", f"{seconds + (i % 3):g}"], "n": 2, "cwd": str(self.root),
-                    "name": f"burst{i + 1}"}
-            ids.append(self.api("POST", "/jobs", body)["job"])
-        for i in range(2):
-            body = {"command": ["sleep", f"{seconds:g}"], "res": "rusage[vcs=1]",
-                    "cwd": str(self.root), "name": f"license{i + 1}"}
-            ids.append(self.api("POST", "/jobs", body)["job"])
-        return ids
+        requests = [
+            SubmitRequest(["sleep", f"{seconds + (i % 3):g}"], n=2, cwd=str(self.root),
+                          name=f"burst{i + 1}")
+            for i in range(jobs)
+        ] + [
+            SubmitRequest(["sleep", f"{seconds:g}"], res="rusage[vcs=1]", cwd=str(self.root),
+                          name=f"license{i + 1}")
+            for i in range(2)
+        ]
+        return [self.api.submit(request).job for request in requests]
 
     def view(self, started: float, seen: dict[str, set[str]]) -> Group:
-        jobs = self.api("GET", "/jobs?user=all")["jobs"]
-        hosts = self.api("GET", "/hosts")["hosts"]
-        demand = self.api("GET", "/demand").get("demand") or {}
-        pools = self.api("GET", "/resources")["resources"]
+        jobs = self.api.jobs("all").jobs
+        hosts = self.api.hosts().hosts
+        demand = session_demand(self.api.demand())
+        pools = self.api.resources().resources
         for host in hosts:
-            if host.get("template"):
-                seen["provisioned"].add(host["name"])
-        counts = {s: sum(j["state"] == s for j in jobs) for s in ("PEND", "RUN", "DONE", "EXIT")}
+            if host.template:
+                seen["provisioned"].add(host.name)
+        counts = {s: sum(j.state == s for j in jobs) for s in ("PEND", "RUN", "DONE", "EXIT")}
         head = Table.grid(padding=(0, 2))
         head.add_row(f"[bold]t+{time.monotonic() - started:4.0f} s[/]",
                      *(f"{s} {n}" for s, n in counts.items()),
-                     "demand: " + (", ".join(f"{h['count']} x {h['template']}"
-                                             for h in demand.get("hosts", [])) or "-"),
-                     "vcs borrowed: " + ", ".join(f"{p['borrowed']:g}" for p in pools))
+                     "demand: " + (", ".join(f"{h.count} x {h.template}"
+                                             for h in demand.hosts) or "-"),
+                     "vcs borrowed: " + ", ".join(f"{p.borrowed:g}" for p in pools))
         table = Table("HOST", "STATUS", "TEMPLATE", "SLOTS", "USED", "JOBS", box=None)
         for host in hosts:
-            table.add_row(host["name"], host.get("status") or host["state"],
-                          host.get("template") or "-", str(host["slots"]), str(host["used"]),
-                          " ".join(map(str, host["jobs"])))
+            table.add_row(host.name, host.status or host.state, host.template or "-",
+                          str(host.slots), str(host.used), " ".join(map(str, host.jobs)))
         return Group(head, table)
 
     def stop(self) -> None:
@@ -194,20 +189,20 @@ def demo(jobs: int, seconds: float, idle: float, timeout: float, keep: bool) -> 
             while time.monotonic() - started < timeout:
                 time.sleep(0.5)
                 live.update(run.view(started, seen))
-                jobs_now = run.api("GET", "/jobs?user=all")["jobs"]
-                hosts = run.api("GET", "/hosts")["hosts"]
-                pools = run.api("GET", "/resources")["resources"]
-                finished = all(j["state"] in ("DONE", "EXIT") for j in jobs_now)
-                gone = not any(h.get("template") for h in hosts)
-                returned = all(p["borrowed"] == 0 and p["in_flight"] == 0 for p in pools)
+                jobs_now = run.api.jobs("all").jobs
+                hosts = run.api.hosts().hosts
+                pools = run.api.resources().resources
+                finished = all(j.state in ("DONE", "EXIT") for j in jobs_now)
+                gone = not any(h.template for h in hosts)
+                returned = all(p.borrowed == 0 and p.in_flight == 0 for p in pools)
                 if finished and gone and returned and seen["provisioned"]:
                     done = True
                     break
-        final = run.api("GET", "/jobs?user=all")["jobs"]
-        waits = [j["start_time"] - j["submit_time"] for j in final if j["start_time"]]
-        on = {h for j in final for h in j["exec_hosts"]}
+        final = run.api.jobs("all").jobs
+        waits = [j.start_time - j.submit_time for j in final if j.start_time is not None]
+        on = {h for j in final for h in j.exec_hosts}
         console.print(
-            f"[bold]Summary[/]: {sum(j['state'] == 'DONE' for j in final)} of {len(final)} "
+            f"[bold]Summary[/]: {sum(j.state == 'DONE' for j in final)} of {len(final)} "
             f"jobs done; {len(seen['provisioned'])} hosts provisioned and released "
             f"({', '.join(sorted(seen['provisioned']))}); jobs ran on {len(on)} hosts; "
             f"wait mean {sum(waits) / max(len(waits), 1):.1f} s, "

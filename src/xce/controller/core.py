@@ -497,9 +497,8 @@ class Controller:
         await self.commit(now, [HostRemoved(name, now)])
 
     def _in_flight(self, template: str, change: int) -> SupplyChanged:
-        count = sum(1 for e in self.view.expected.values()
-                    if e.template == template and e.state == "expected")
-        return SupplyChanged(in_flight={template: count + change}, time=self.clock())
+        count = self.view.in_flight(template) + change
+        return SupplyChanged(in_flight={template: count}, time=self.clock())
 
     async def expect(self, who: Identity, template: str, provider: str, request: str,
                      deadline_in: float) -> tuple[ExpectedHost, str]:
@@ -511,9 +510,7 @@ class Controller:
         if who.role not in ("admin", "provisioner"):
             raise ApiProblem(403, f"role {who.role} may not add expected hosts")
         self.fenced(who, provider or found.provider)
-        expected = sum(1 for e in self.view.expected.values()
-                       if e.template == template and e.state == "expected")
-        if self.state.template_alive(template) + expected >= found.max:
+        if self.state.template_alive(template) + self.view.in_flight(template) >= found.max:
             raise ApiProblem(409, f"Template {template} allows no more hosts (max {found.max})")
         now = self.clock()
         name = f"{template}-{self.view.last_host_number + 1}"

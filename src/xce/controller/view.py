@@ -225,6 +225,11 @@ class ClusterView:
         job.end_time = end
         return job
 
+    def in_flight(self, template: str) -> int:
+        """Expected hosts of `template` that may still join."""
+        return sum(1 for e in self.expected.values()
+                   if e.template == template and e.state == "expected")
+
     def forget_finished(self, before: float) -> None:
         """Drop jobs that finished before `before` (LSF's CLEAN_PERIOD)."""
         old = [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import msgspec
@@ -191,6 +191,28 @@ def idle_json(idle: Idle) -> dict[str, Any]:
         ],
         "resources": [{"resource": r.resource, "amount": number(r.amount)} for r in idle.resources],
     }
+
+
+class _SurplusJson(msgspec.Struct, frozen=True):
+    hosts: list[SurplusHosts] = []
+    resources: list[SurplusTokens] = []
+
+
+class _DemandJson(msgspec.Struct, frozen=True):
+    hosts: list[HostDemand] = []
+    resources: list[ResourceDemand] = []
+    surplus: _SurplusJson = _SurplusJson()
+
+
+def demand_from_json(shown: Mapping[str, Any] | None) -> Demand:
+    """The inverse of `demand_json` (None: no demand). Raises msgspec.ValidationError."""
+    found = msgspec.convert(shown or {}, _DemandJson)
+    return Demand(found.hosts, found.resources, found.surplus.hosts, found.surplus.resources)
+
+
+def idle_from_json(shown: Mapping[str, Any] | None) -> Idle:
+    """The inverse of `idle_json` (None: nothing idle). Raises msgspec.ValidationError."""
+    return msgspec.convert(shown or {}, Idle)
 
 
 def demand_json(demand: Demand) -> dict[str, Any]:

@@ -6,30 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from xce.model.result import (
-    Demand,
-    HostDemand,
-    Idle,
-    ResourceDemand,
-    SurplusHosts,
-    SurplusTokens,
-)
+from xce.model.result import demand_from_json, idle_from_json
 from xce.policy import PolicyInput, ProvisionedHost
-
-
-def demand_of(shown: dict[str, Any] | None) -> Demand:
-    """FORMATS.md's demand JSON back into the scheduler's `Demand`."""
-    if not shown:
-        return Demand()
-    surplus = shown.get("surplus", {})
-    return Demand(
-        hosts=msgspec.convert(shown.get("hosts", []), list[HostDemand]),
-        resources=msgspec.convert(shown.get("resources", []), list[ResourceDemand]),
-        surplus_hosts=msgspec.convert(surplus.get("hosts", []), list[SurplusHosts]),
-        surplus_tokens=msgspec.convert(surplus.get("resources", []), list[SurplusTokens]),
-    )
 
 
 def policy_input(
@@ -53,8 +31,8 @@ def policy_input(
             alive[host["template"]] = alive.get(host["template"], 0) + 1
     return PolicyInput(
         now=now,
-        demand=demand_of(demand),
-        idle=msgspec.convert(idle or {}, Idle),
+        demand=demand_from_json(demand),
+        idle=idle_from_json(idle),
         hosts=[
             ProvisionedHost(h["name"], h["template"], h["state"], h.get("joined") or now,
                             len(h.get("jobs", [])))
