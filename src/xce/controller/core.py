@@ -27,7 +27,6 @@ from xce.controller.store import Store
 from xce.controller.tokens import PoolTokens, TokenLedger
 from xce.controller.view import (
     FINISHED,
-    LOST_EXIT_CODE,
     PEND,
     PSUSP,
     RUN,
@@ -65,6 +64,7 @@ from xce.model.jobs import JobSpec
 from xce.model.result import SessionResult
 from xce.sched import SchedulerState, run_session
 from xce.sched.admission import oversize
+from xce.sched.loss import lost_job
 from xce.sched.rebuild import state_events
 from xce.sched.state import SchedulerInputError, SubmitError
 from xce.sim.recording import Recorder
@@ -637,12 +637,10 @@ class Controller:
         for host in job.hosts:
             self.seen.discard((job.spec.id, host))
         self.launchable.discard(job.spec.id)
-        queue = self.state.queues.get(job.spec.queue)
-        if queue is not None and queue.requeue_on_host_loss:
-            log.warning("job %d %s: requeued", job.spec.id, why)
-            return [JobRequeued(job.spec.id, now)]
-        log.warning("job %d %s: exited", job.spec.id, why)
-        return [JobFinished(job.spec.id, now, LOST_EXIT_CODE, None, why)]
+        ended = lost_job(self.state, job.spec, now, why)
+        log.warning("job %d %s: %s", job.spec.id, why,
+                    "requeued" if isinstance(ended, JobRequeued) else "exited")
+        return [ended]
 
     async def watch_hosts(self) -> None:
         """Hosts that stopped heartbeating become unreach; after `requeue_after` their

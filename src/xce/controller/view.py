@@ -29,7 +29,6 @@ from xce.model.jobs import JobSpec
 
 PEND, PSUSP, RUN, DONE, EXIT = "PEND", "PSUSP", "RUN", "DONE", "EXIT"
 FINISHED = (DONE, EXIT)
-LOST_EXIT_CODE = -1  # a job ended by the controller: no process exit status exists
 
 
 class JobRecord(msgspec.Struct):

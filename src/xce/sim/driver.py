@@ -24,7 +24,6 @@ from xce.model.events import (
     HostRemoved,
     HostStateChanged,
     JobFinished,
-    JobRequeued,
     JobStarted,
     JobSubmitted,
     SupplyChanged,
@@ -47,6 +46,7 @@ from xce.policy import (
 )
 from xce.sched import SchedulerState, run_session
 from xce.sched.admission import oversize
+from xce.sched.loss import lost_job
 from xce.sim.loop import SESSION, TIMER, EventLoop
 from xce.sim.metrics import Metrics
 from xce.sim.providers import HostProvider, TokenPool
@@ -327,13 +327,15 @@ class Simulator:
         self._dirty()
 
     def _reclaimed(self, host: str) -> None:
-        """The provider takes a host back (spot-style): its jobs are requeued."""
+        """The provider takes a host back (spot-style): its jobs are requeued (or
+        exited, as their queue says)."""
         if host not in self.provisioned:
             return
         record = self.state.host_by_name[host]
         for job in sorted(record.running):
             self._run_gen.pop(job, None)
-            self._apply(JobRequeued(job=job, time=self.now))
+            self._apply(lost_job(self.state, self.state.running[job].spec, self.now,
+                                 f"host {host} reclaimed"))
         self._release(host, lost=True)
 
     def _release(self, host: str, lost: bool) -> None:
