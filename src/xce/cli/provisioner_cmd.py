@@ -15,8 +15,14 @@ import msgspec
 
 from xce.config import ConfigError, load_config
 from xce.provisioner.daemon import Provisioner, Status
-from xce.provisioner.provider import Provider
-from xce.provisioner.providers.local import LocalProvider, local_config
+from xce.provisioner.provider import ProviderError
+from xce.provisioner.registry import (
+    ProviderContext,
+    build_providers,
+    check_catalog,
+    default_providers,
+    load_providers,
+)
 
 
 def _pool(text: str) -> tuple[str, float]:
@@ -66,7 +72,10 @@ def status(work_dir: str, as_json: bool) -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), required=True,
               help="The cluster file (its catalog and policy).")
 @click.option("--work", "work_dir", type=click.Path(file_okay=False), required=True,
-              help="The local provider's directory (its instances and their agents).")
+              help="This instance's directory (status; the local provider's instances).")
+@click.option("--providers", "providers_path", type=click.Path(dir_okay=False), default=None,
+              help="The providers file (hostProviders.json shape; default: the local "
+                   "provider only).")
 @click.option("--pool", "pools", multiple=True, metavar="POOL=SIZE",
               help="Tokens the local provider lends, e.g. --pool vcs=4.")
 @click.option("--name", default=None, help="This instance's name (default: host:pid).")
@@ -74,17 +83,23 @@ def status(work_dir: str, as_json: bool) -> None:
               help="Seconds between policy rounds.")
 @click.option("--lease-ttl", type=float, default=15.0, show_default=True)
 def run(controller: str, token_file: str, config_path: str, work_dir: str,
-        pools: tuple[str, ...], name: str | None, interval: float, lease_ttl: float) -> None:
-    """Run a provisioner instance with the local provider (the embedded default)."""
+        providers_path: str | None, pools: tuple[str, ...], name: str | None,
+        interval: float, lease_ttl: float) -> None:
+    """Run a provisioner instance with the providers of --providers (default: the
+    local provider, the embedded default)."""
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         config = load_config(config_path)
+        specs = load_providers(providers_path) if providers_path else default_providers()
+        context = ProviderContext(config, controller, work_dir, dict(_pool(p) for p in pools))
+        providers = build_providers(specs, context)
     except ConfigError as err:
         raise click.ClickException(str(err)) from err
-    local = LocalProvider(local_config(config, controller, Path(work_dir),
-                                       dict(_pool(p) for p in pools)))
-    providers: dict[str, Provider] = {"local": local}
+    except ProviderError as err:
+        raise click.ClickException(f"provider: {err}") from err
+    for warning in check_catalog(specs, config, providers):
+        logging.getLogger("xce.provisioner").warning("%s", warning)
     me = name or f"{socket.gethostname()}:{os.getpid()}"
     token = Path(token_file).read_text().strip()
     daemon = Provisioner(controller, token, me, config, providers, lease_ttl,

@@ -26,6 +26,7 @@ from xce.provisioner.provider import (
 )
 from xce.provisioner.providers.local_files import InstanceRecord, LocalFiles
 from xce.provisioner.providers.processes import Process, find, spawn, stop_groups
+from xce.provisioner.registry import ProviderContext, ProviderSpec
 
 PROVIDER = "local"
 # Host names become directory names: no separators, no leading dot.
@@ -41,6 +42,7 @@ class LocalConfig(msgspec.Struct, frozen=True):
     controller: str  # the URL the agents join
     work_dir: str
     cluster: str
+    provider: str = PROVIDER  # its name in the catalog (`provider:` of its templates)
     templates: tuple[HostTemplate, ...] = ()
     pools: dict[str, float] = {}  # pool key -> tokens it lends at once
     lead_time: float = 5.0  # typical seconds from request to joined host (describe())
@@ -48,13 +50,26 @@ class LocalConfig(msgspec.Struct, frozen=True):
 
 
 def local_config(cluster: ClusterConfig, controller: str, work_dir: Path,
-                 pools: Mapping[str, float] | None = None) -> LocalConfig:
-    """The local provider of `cluster`: the catalog's templates whose provider is local."""
+                 pools: Mapping[str, float] | None = None,
+                 provider: str = PROVIDER) -> LocalConfig:
+    """The local provider of `cluster`: the catalog's templates whose provider is
+    `provider` (`local` by default)."""
     return LocalConfig(
         controller=controller, work_dir=str(work_dir), cluster=cluster.cluster,
-        templates=tuple(t for t in cluster.catalog.templates if t.provider == PROVIDER),
+        provider=provider,
+        templates=tuple(t for t in cluster.catalog.templates if t.provider == provider),
         pools=dict(pools or {}),
     )
+
+
+def from_spec(spec: ProviderSpec, context: ProviderContext) -> LocalProvider:
+    """A local provider of the providers file: its files under the work directory (the
+    work directory itself for the provider named `local`, as without a providers file)."""
+    work = Path(context.work_dir)
+    if spec.name != PROVIDER:
+        work = work / spec.name
+    return LocalProvider(local_config(context.cluster, context.controller, work,
+                                      context.pools, spec.name))
 
 
 class LocalProvider:
@@ -68,7 +83,7 @@ class LocalProvider:
 
     def describe(self) -> Description:
         return Description(
-            provider=PROVIDER,
+            provider=self.config.provider,
             templates=tuple(
                 TemplateOffer(name=t.name, slots=t.slots, type=t.type, model=t.model,
                               resources=t.resources, max=t.max,

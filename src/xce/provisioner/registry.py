@@ -1,0 +1,134 @@
+"""Which providers a provisioner runs: the providers file (LSF's `hostProviders.json`
+shape: name, type, confPath, scriptPath; docs/providers.md) and one factory per type.
+
+```json
+{"providers": [
+  {"name": "local", "type": "local"},
+  {"name": "aws", "type": "ec2", "confPath": "conf/aws"},
+  {"name": "site", "type": "script", "confPath": "conf/site", "scriptPath": "plugins/site"},
+  {"name": "lic", "type": "license", "confPath": "conf/lic"}
+]}
+```
+
+`name` is what the catalog's templates (`provider:`) refer to; relative paths are taken
+from the providers file's directory. The file may be JSON or YAML (JSON is YAML).
+Every problem is a ConfigError naming file, line and field.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import msgspec
+
+from xce.config import ConfigError, MarkedMap, MarkedSeq, load_yaml
+from xce.model.cluster import ClusterConfig
+from xce.provisioner.provider import Provider
+
+
+class ProviderSpec(msgspec.Struct, frozen=True):
+    """One entry of the providers file; paths already resolved against its directory."""
+
+    name: str
+    type: str
+    conf_path: str = ""
+    script_path: str = ""
+    file: str = ""  # the providers file, for error messages
+    line: int = 0  # the entry's line in it
+
+
+class ProviderContext(msgspec.Struct, frozen=True):
+    """What every provider may need besides its own entry."""
+
+    cluster: ClusterConfig
+    controller: str  # the URL agents join
+    work_dir: str  # the provisioner's work directory (a provider keeps files under it)
+    pools: dict[str, float] = {}  # `--pool` sizes, for the local provider
+
+
+Factory = Callable[[ProviderSpec, ProviderContext], Provider]
+
+# type -> "module:function"; imported only when a provider of that type is configured,
+# so a site without boto3 can still run the local provider.
+FACTORIES: dict[str, str] = {
+    "local": "xce.provisioner.providers.local:from_spec",
+    "script": "xce.provisioner.providers.script:from_spec",
+    "ec2": "xce.provisioner.providers.ec2:from_spec",
+    "license": "xce.provisioner.providers.license:from_spec",
+}
+
+FIELDS = {"name": "name", "type": "type", "confPath": "conf_path", "scriptPath": "script_path"}
+
+
+def load_providers(path: str | Path) -> list[ProviderSpec]:
+    """The providers of a providers file, or ConfigError."""
+    filename = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise ConfigError(filename, 0, "", f"cannot read: {err.strerror}") from err
+    root = load_yaml(text, filename)
+    if not isinstance(root, MarkedMap) or "providers" not in root:
+        raise ConfigError(filename, 1, "providers", "expected a mapping with a 'providers' list")
+    entries = root["providers"]
+    if not isinstance(entries, MarkedSeq):
+        raise ConfigError(filename, root.value_line_of("providers"), "providers",
+                          "expected a list")
+    base = Path(path).parent
+    specs: list[ProviderSpec] = []
+    for index, entry in enumerate(entries):
+        field = f"providers[{index}]"
+        line = entries.line_of(index)
+        if not isinstance(entry, MarkedMap):
+            raise ConfigError(filename, line, field, "expected a mapping")
+        values: dict[str, str] = {}
+        for key, value in entry.items():
+            if key not in FIELDS:
+                raise ConfigError(filename, entry.line_of(key), f"{field}.{key}",
+                                  f"unknown field (known: {', '.join(FIELDS)})")
+            if not isinstance(value, str) or not value:
+                raise ConfigError(filename, entry.value_line_of(key), f"{field}.{key}",
+                                  "expected a non-empty string")
+            values[FIELDS[str(key)]] = value
+        for required in ("name", "type"):
+            if required not in values:
+                raise ConfigError(filename, line, f"{field}.{required}", "missing")
+        if values["type"] not in FACTORIES:
+            raise ConfigError(filename, entry.value_line_of("type"), f"{field}.type",
+                              f"unknown provider type {values['type']!r} "
+                              f"(known: {', '.join(FACTORIES)})")
+        if any(s.name == values["name"] for s in specs):
+            raise ConfigError(filename, entry.value_line_of("name"), f"{field}.name",
+                              f"provider {values['name']!r} is named twice")
+        for key in ("conf_path", "script_path"):
+            if key in values:
+                values[key] = str((base / values[key]).resolve())
+        specs.append(ProviderSpec(**values, file=filename, line=line))
+    return specs
+
+
+def build_providers(specs: list[ProviderSpec], context: ProviderContext) -> dict[str, Provider]:
+    """One provider per spec, by name. A factory's ConfigError names the spec's file."""
+    built: dict[str, Provider] = {}
+    for spec in specs:
+        module, _, function = FACTORIES[spec.type].partition(":")
+        factory: Factory = getattr(importlib.import_module(module), function)
+        built[spec.name] = factory(spec, context)
+    return built
+
+
+def default_providers() -> list[ProviderSpec]:
+    """Without a providers file: the embedded default, the local provider."""
+    return [ProviderSpec(name="local", type="local")]
+
+
+def check_catalog(specs: list[ProviderSpec], cluster: ClusterConfig,
+                  providers: Mapping[str, Provider]) -> list[str]:
+    """Catalog templates whose provider this instance does not run (warnings, not
+    errors: another provisioner instance may run it)."""
+    names = {s.name for s in specs} | set(providers)
+    return sorted(f"template {t.name}: provider {t.provider} is not in this instance's "
+                  f"providers ({', '.join(sorted(names))})"
+                  for t in cluster.catalog.templates if t.provider not in names)
