@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -22,10 +22,12 @@ from xce.controller.journal import JournalFailed
 from xce.controller.leases import Lease
 from xce.controller.lifecycle import CLOSE_REASONS, status_label
 from xce.controller.openapi import openapi_document
+from xce.controller.records import INSTANCE_FINAL, REQUEST_FINAL, RequestRecord
 from xce.controller.tokens import API_STEPS
 from xce.controller.view import FINISHED, PEND, PSUSP, RUN, JobRecord
 from xce.model.api import (
     FENCING_HEADER,
+    AcceptRequest,
     ApiError,
     CatalogRequest,
     Expected,
@@ -33,6 +35,8 @@ from xce.model.api import (
     Heartbeat,
     HostInfo,
     HostList,
+    HostsRequest,
+    InstanceInfo,
     JobInfo,
     JobList,
     KillResult,
@@ -42,11 +46,15 @@ from xce.model.api import (
     LeaseRequest,
     QueueInfo,
     QueueList,
+    RefuseRequest,
     RegisterRequest,
+    RequestInfo,
+    RequestList,
     SessionOutput,
     SubmitRequest,
     Submitted,
     TokensRequest,
+    VanishedInstance,
 )
 from xce.model.result import demand_json, idle_json
 
@@ -331,13 +339,87 @@ async def remove_host(request: web.Request) -> web.Response:
 
 
 async def expect_host(request: web.Request) -> web.Response:
+    """One expected host: a request of one host."""
     who = caller(request, MANAGERS)
     ctl = request.app[CONTROLLER]
     body = await body_of(request, ExpectRequest)
-    expected, token = await ctl.expect(who, body.template, body.provider, body.request,
-                                       body.deadline)
+    [(expected, token)] = await ctl.request_hosts(who, body.template, body.provider,
+                                                  body.request, 1, body.deadline)
     return reply(Expected(expected.name, expected.template, expected.provider,
                           expected.request, expected.deadline, token), 201)
+
+
+# ---------------------------------------------------------------- provisioning records
+def request_info(ctl: Controller, record: RequestRecord,
+                 hosts: Sequence[Expected] = ()) -> RequestInfo:
+    instances = [ctl.records.instances[h] for h in record.hosts]
+    return RequestInfo(
+        record.request, record.provider, record.template, record.count, record.holder,
+        record.state, record.reason, record.since, record.created,
+        [InstanceInfo(i.host, i.request, i.provider, i.template, i.state, i.reason, i.since,
+                      i.instance_id, i.joined) for i in instances],
+        list(hosts),
+    )
+
+
+async def make_request(request: web.Request) -> web.Response:
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    body = await body_of(request, HostsRequest)
+    made = await ctl.request_hosts(who, body.template, body.provider, body.request,
+                                   body.count, body.deadline)
+    hosts = [Expected(e.name, e.template, e.provider, e.request, e.deadline, token)
+             for e, token in made]
+    record = ctl.records.requests[made[0][0].request]
+    return reply(request_info(ctl, record, hosts), 201)
+
+
+async def list_requests(request: web.Request) -> web.Response:
+    """`?all=1`: ended requests too; `?provider=P`: one provider's."""
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    provider = request.query.get("provider")
+    every = request.query.get("all") in ("1", "true", "yes")
+    shown = [r for r in ctl.records.requests.values()
+             if (provider is None or r.provider == provider)
+             and (every or r.state not in REQUEST_FINAL
+                  or any(ctl.records.instances[h].state not in INSTANCE_FINAL
+                         for h in r.hosts))]
+    return reply(RequestList([request_info(ctl, r) for r in shown]))
+
+
+async def get_request(request: web.Request) -> web.Response:
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    rid = request.match_info["request"]
+    record = ctl.records.requests.get(rid)
+    if record is None:
+        raise ApiProblem(404, f"request {rid}: no such request")
+    return reply(request_info(ctl, record))
+
+
+async def accept_request(request: web.Request) -> web.Response:
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    body = await body_of(request, AcceptRequest)
+    record = await ctl.accept_request(who, request.match_info["request"], body.instances)
+    return reply(request_info(ctl, record))
+
+
+async def refuse_request(request: web.Request) -> web.Response:
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    body = await body_of(request, RefuseRequest)
+    record = await ctl.refuse_request(who, request.match_info["request"], body.reason)
+    return reply(request_info(ctl, record))
+
+
+async def instance_vanished(request: web.Request) -> web.Response:
+    who = caller(request, MANAGERS)
+    ctl = request.app[CONTROLLER]
+    body = await body_of(request, VanishedInstance)
+    instance = await ctl.vanished(who, request.match_info["host"], body.reason)
+    return reply(request_info(ctl, ctl.records.requests[instance.request]))
 
 
 async def list_queues(request: web.Request) -> web.Response:
@@ -469,6 +551,12 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/hosts/{host}/decommission", decommission_host),
     ("POST", "/hosts/{host}/remove", remove_host),
     ("POST", "/hosts/{host}/reclaimed", reclaimed_host),
+    ("POST", "/requests", make_request),
+    ("GET", "/requests", list_requests),
+    ("GET", "/requests/{request}", get_request),
+    ("POST", "/requests/{request}/accepted", accept_request),
+    ("POST", "/requests/{request}/refused", refuse_request),
+    ("POST", "/instances/{host}/vanished", instance_vanished),
     ("GET", "/queues", list_queues),
     ("GET", "/demand", get_demand),
     ("GET", "/idle", get_idle),

@@ -23,6 +23,12 @@ from xce.controller.auth import Identity
 from xce.controller.journal import Journal
 from xce.controller.leases import Lease, LeaseRefused, LeaseTable
 from xce.controller.lifecycle import RECLAIMED, TransitionError, reason_for
+from xce.controller.records import (
+    InstanceRecord,
+    RecordBook,
+    RecordError,
+    RequestRecord,
+)
 from xce.controller.store import Store
 from xce.controller.tokens import PoolTokens, TokenLedger
 from xce.controller.view import (
@@ -52,12 +58,14 @@ from xce.model.events import (
     HostExpected,
     HostRemoved,
     HostStateChanged,
+    InstanceRecorded,
     JobFinished,
     JobHeld,
     JobKilled,
     JobRequeued,
     JobStarted,
     JobSubmitted,
+    RequestRecorded,
     SupplyChanged,
 )
 from xce.model.jobs import JobSpec
@@ -114,6 +122,8 @@ class _Snapshot(msgspec.Struct):
     last_host_number: int = 0
     tokens: dict[str, PoolTokens] = {}  # the token ledger (tokens.py)
     leases: list[Lease] = []  # provider leases (leases.py)
+    requests: list[RequestRecord] = []  # provisioning records (records.py)
+    instances: list[InstanceRecord] = []
 
 
 class Controller:
@@ -134,6 +144,7 @@ class Controller:
         self.view = ClusterView()
         self.tokens = TokenLedger()  # borrowed tokens per countable pool (supply.py)
         self.leases = LeaseTable()  # which provisioner owns which provider
+        self.records = RecordBook()  # provisioning requests and their instances
         self.journal: Journal | None = None
         self.busy = False  # a session (or snapshot) reads the scheduler state
         self.backlog: list[tuple[float, Event]] = []
@@ -185,6 +196,7 @@ class Controller:
                 self.view.last_host_number = kept.last_host_number
                 self.tokens.restore(kept.tokens)
                 self.leases.restore(kept.leases)
+                self.records.restore(kept.requests, kept.instances)
                 self.view.expected = {e.name: e for e in kept.expected}
                 for name, more in kept.hosts.items():
                     host = self.view.hosts[name]
@@ -220,15 +232,22 @@ class Controller:
         self.view.apply(event, time)
         self.tokens.apply(event)
         self.leases.apply(event)
+        self.records.apply(event)
 
     def emit(self, time: float, events: Sequence[Event]) -> asyncio.Future[int]:
         """Apply `events` in memory and queue them to the log; the future resolves when
-        they are durable."""
+        they are durable. A host fact brings the record facts that follow from it
+        (records.py) into the same commit."""
         assert self.journal is not None
+        facts: list[Event] = []
         for event in events:
             self._apply(time, event)
-        self._facts_since_snapshot += len(events)
-        return self.journal.append(time, events)
+            facts.append(event)
+            for derived in self.records.follow(event, time):
+                self._apply(time, derived)
+                facts.append(derived)
+        self._facts_since_snapshot += len(facts)
+        return self.journal.append(time, facts)
 
     async def commit(self, time: float, events: Sequence[Event]) -> int:
         return await self.emit(time, events)
@@ -307,13 +326,15 @@ class Controller:
         if self.busy or self.journal is None:
             return
         self.view.forget_finished(self.clock() - self.settings.clean_period)
+        self.records.forget(self.clock() - self.settings.clean_period)
+        requests, instances = self.records.snapshot()
         view = self.view
         extra = msgspec.msgpack.encode(_Snapshot(
             view.last_job_id, view.finished(), list(view.expected.values()),
             {h.name: _HostExtra(h.reason, h.provider, h.token_sha256, h.joined, h.request)
              for h in view.hosts.values()},
             view.last_host_number, tokens=self.tokens.snapshot(),
-            leases=self.leases.snapshot(),
+            leases=self.leases.snapshot(), requests=requests, instances=instances,
         ))
         # The state and the view reflect exactly the facts queued so far; facts that
         # arrive while the state is read wait in the backlog and follow the snapshot.
@@ -500,28 +521,120 @@ class Controller:
         count = self.view.in_flight(template) + change
         return SupplyChanged(in_flight={template: count}, time=self.clock())
 
-    async def expect(self, who: Identity, template: str, provider: str, request: str,
-                     deadline_in: float) -> tuple[ExpectedHost, str]:
-        """A host requested from a provider: it counts as in flight at once; an agent may
-        join as it with the returned single-use token until the deadline."""
+    async def request_hosts(self, who: Identity, template: str, provider: str,
+                            request: str, count: int,
+                            deadline_in: float) -> list[tuple[ExpectedHost, str]]:
+        """A request of `count` hosts of `template` from its provider, recorded with one
+        instance record and one expected host per host, all in one commit. Each host
+        counts as in flight at once; an agent may join as it with its single-use token
+        until the deadline. Refused whole if the template's max would be passed."""
         found = self.state.templates.get(template)
         if found is None:
             raise ApiProblem(404, f"template {template}: no such template in the catalog")
         if who.role not in ("admin", "provisioner"):
             raise ApiProblem(403, f"role {who.role} may not add expected hosts")
-        self.fenced(who, provider or found.provider)
-        if self.state.template_alive(template) + self.view.in_flight(template) >= found.max:
-            raise ApiProblem(409, f"Template {template} allows no more hosts (max {found.max})")
+        if provider and provider != found.provider:
+            raise ApiProblem(403, f"template {template} belongs to provider {found.provider}, "
+                                  f"not {provider}")
+        self.fenced(who, found.provider)
         now = self.clock()
-        name = f"{template}-{self.view.last_host_number + 1}"
-        token = "xcej_" + secrets.token_urlsafe(32)
-        digest = hashlib.sha256(token.encode()).hexdigest()
-        await self.commit(now, [
-            HostExpected(name, template, provider or found.provider, request, digest,
-                         now + deadline_in, now),
-            self._in_flight(template, +1),
-        ])
-        return self.view.expected[name], token
+        request = request or f"{who.name}-{secrets.token_hex(4)}"
+        if request in self.records.requests:
+            raise ApiProblem(409, f"request {request} exists already")
+        alive = self.state.template_alive(template) + self.view.in_flight(template)
+        if alive + count > found.max:
+            raise ApiProblem(409, f"Template {template} allows no more hosts (max {found.max}, "
+                                  f"{alive} alive or in flight, {count} asked)")
+        events: list[Event] = [
+            RequestRecorded(request, found.provider, template, count, who.name, now)]
+        tokens: list[tuple[str, str]] = []
+        for number in range(self.view.last_host_number + 1,
+                            self.view.last_host_number + 1 + count):
+            name = f"{template}-{number}"
+            token = "xcej_" + secrets.token_urlsafe(32)
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            tokens.append((name, token))
+            events += [
+                HostExpected(name, template, found.provider, request, digest,
+                             now + deadline_in, now),
+                InstanceRecorded(name, request, found.provider, template, now),
+            ]
+        events.append(self._in_flight(template, +count))
+        await self.commit(now, events)
+        return [(self.view.expected[name], token) for name, token in tokens]
+
+    def _request(self, who: Identity, request: str) -> RequestRecord:
+        record = self.records.requests.get(request)
+        if record is None:
+            raise ApiProblem(404, f"request {request}: no such request")
+        if who.role not in ("admin", "provisioner"):
+            raise ApiProblem(403, f"role {who.role} may not change provisioning requests")
+        self.fenced(who, record.provider)
+        return record
+
+    async def accept_request(self, who: Identity, request: str,
+                             instances: dict[str, str]) -> RequestRecord:
+        """The provider started instances of a request: `instances` maps each expected
+        host to the provider's instance id."""
+        record = self._request(who, request)
+        unknown = sorted(set(instances) - set(record.hosts))
+        if unknown:
+            raise ApiProblem(400, f"request {request} has no host {', '.join(unknown)}")
+        now = self.clock()
+        try:
+            for host in instances:  # checked whole before any change
+                self.records.check_instance(host, "running")
+            events: list[Event] = []
+            for host, instance_id in instances.items():
+                if self.records.instances[host].state == "requested":
+                    events += self.records.change_instance(host, "running", now,
+                                                           instance_id=instance_id)
+        except RecordError as err:
+            raise ApiProblem(409, str(err)) from err
+        await self.commit(now, events)
+        return record
+
+    async def refuse_request(self, who: Identity, request: str, reason: str) -> RequestRecord:
+        """The provider refused a request: it failed; its expected hosts are cancelled
+        (their instances released)."""
+        record = self._request(who, request)
+        now = self.clock()
+        try:
+            events: list[Event] = self.records.change_request(request, "failed", now, reason)
+        except RecordError as err:
+            raise ApiProblem(409, str(err)) from err
+        cancelled = [self.view.expected[h] for h in record.hosts
+                     if h in self.view.expected and self.view.expected[h].state == "expected"]
+        for expected in cancelled:
+            events.append(ExpectedHostEnded(expected.name, "removed", f"refused: {reason}", now))
+        if cancelled:
+            events.append(self._in_flight(record.template, -len(cancelled)))
+        await self.commit(now, events)
+        return record
+
+    async def vanished(self, who: Identity, host: str, reason: str) -> InstanceRecord:
+        """The provider no longer has an instance it made: the instance is lost; its
+        expected host fails, or its joined host is lost as reclaimed (jobs requeued or
+        exited per queue)."""
+        instance = self.records.instances.get(host)
+        if instance is None:
+            raise ApiProblem(404, f"host {host}: no instance record")
+        self._request(who, instance.request)
+        now = self.clock()
+        why = reason or "vanished from the provider"
+        expected = self.view.expected.get(host)
+        if host in self.view.hosts and instance.state in ("joined", "draining"):
+            await self.reclaimed(who, host)
+            return instance
+        try:
+            events: list[Event] = self.records.change_instance(host, "lost", now, why)
+        except RecordError as err:
+            raise ApiProblem(409, str(err)) from err
+        if expected is not None and expected.state == "expected":
+            events += [ExpectedHostEnded(host, "failed", why, now),
+                       self._in_flight(expected.template, -1)]
+        await self.commit(now, events)
+        return instance
 
     def join_identity(self, token: str) -> Identity | None:
         """The agent a join token speaks for: an expected host before its deadline, or

@@ -22,6 +22,8 @@ _POOL = {"name": "pool", "in": "path", "required": True,
          "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+(/[^/]+)?$"}}
 _PROVIDER = {"name": "provider", "in": "path", "required": True,
              "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}}
+_REQUEST = {"name": "request", "in": "path", "required": True,
+            "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}}
 _ERRORS = (400, 401, 403, 404, 409)
 
 # (method, path, summary, request body, answer, success status, path parameters, query)
@@ -53,6 +55,19 @@ _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, An
      200, [_HOST], []),
     ("post", "/hosts/{host}/remove", "Remove a released, failed or expected host", None,
      api.HostList, 200, [_HOST], []),
+    ("post", "/requests", "Request hosts of a template (admin, provisioner)",
+     api.HostsRequest, api.RequestInfo, 201, [], []),
+    ("get", "/requests", "Provisioning requests and their instances", None, api.RequestList,
+     200, [], [{"name": "provider", "in": "query", "schema": {"type": "string"}},
+               {"name": "all", "in": "query", "schema": {"type": "string"}}]),
+    ("get", "/requests/{request}", "One provisioning request", None, api.RequestInfo, 200,
+     [_REQUEST], []),
+    ("post", "/requests/{request}/accepted", "The provider started instances",
+     api.AcceptRequest, api.RequestInfo, 200, [_REQUEST], []),
+    ("post", "/requests/{request}/refused", "The provider refused the request",
+     api.RefuseRequest, api.RequestInfo, 200, [_REQUEST], []),
+    ("post", "/instances/{host}/vanished", "The provider no longer has the instance",
+     api.VanishedInstance, api.RequestInfo, 200, [_HOST], []),
     ("get", "/queues", "List queues", None, api.QueueList, 200, [], []),
     ("get", "/demand", "Demand of the last session", None, api.SessionOutput, 200, [], []),
     ("get", "/idle", "Idle supply of the last session", None, api.SessionOutput, 200, [], []),

@@ -131,6 +131,70 @@ class Expected(msgspec.Struct, frozen=True):
     join_token: str
 
 
+class HostsRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /requests` (admin, provisioner): `count` hosts of a template from its
+    provider, recorded as a request with one instance and one expected host each."""
+
+    template: Name
+    count: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 1
+    provider: str = ""  # default: the template's (another is refused)
+    request: str = ""  # the request id (default: made up)
+    deadline: Annotated[float, msgspec.Meta(gt=0, le=30 * 86400)] = 600.0  # seconds to join
+
+
+class InstanceInfo(msgspec.Struct, frozen=True):
+    """An instance record: `host` is the expected host it joins as."""
+
+    host: str
+    request: str
+    provider: str
+    template: str
+    state: str  # requested, running, joined, draining, releasing, released, lost
+    reason: str
+    since: float
+    instance_id: str = ""
+    joined: bool = False
+
+
+class RequestInfo(msgspec.Struct, frozen=True):
+    """A request record with its instances; `hosts` (with their join tokens) only in
+    the answer to `POST /requests`."""
+
+    request: str
+    provider: str
+    template: str
+    count: int
+    holder: str
+    state: str  # requested, in flight, fulfilled, partially fulfilled, failed, ...
+    reason: str
+    since: float
+    created: float
+    instances: list[InstanceInfo] = []
+    hosts: list[Expected] = []
+
+
+class RequestList(msgspec.Struct, frozen=True):
+    requests: list[RequestInfo]
+
+
+class AcceptRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /requests/{id}/accepted`: the provider started instances (host -> id)."""
+
+    instances: dict[str, str]
+
+
+class RefuseRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /requests/{id}/refused`: the provider refused the request."""
+
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
+
+
+class VanishedInstance(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /instances/{host}/vanished`: the provider no longer has the instance."""
+
+    reason: Annotated[str, msgspec.Meta(max_length=1000)] = ""
+
+
 class HostList(msgspec.Struct, frozen=True):
     hosts: list[HostInfo]
 

@@ -173,6 +173,50 @@ class LeaseReleased(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     time: float = 0
 
 
+class RequestRecorded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A provisioning request of `count` hosts of `template`, made by `holder` (a
+    provisioner instance or an admin). The controller's record (docs/requests.md); the
+    scheduler ignores it."""
+
+    request: str
+    provider: str
+    template: str
+    count: int
+    holder: str
+    time: float = 0
+
+
+class RequestChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A provisioning request moved to `state` (requested, in flight, fulfilled,
+    partially fulfilled, failed, returning, returned) for `reason`."""
+
+    request: str
+    state: str
+    reason: str
+    time: float = 0
+
+
+class InstanceRecorded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """An instance of a request, made for the expected host `host` (its key)."""
+
+    host: str
+    request: str
+    provider: str
+    template: str
+    time: float = 0
+
+
+class InstanceChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """An instance moved to `state` (requested, running, joined, draining, releasing,
+    released, lost) for `reason`; `instance_id` is the provider's id once known."""
+
+    host: str
+    state: str
+    reason: str
+    time: float = 0
+    instance_id: str = ""
+
+
 Event = (
     ConfigLoaded
     | JobSubmitted
@@ -192,4 +236,8 @@ Event = (
     | TokensChanged
     | LeaseGranted
     | LeaseReleased
+    | RequestRecorded
+    | RequestChanged
+    | InstanceRecorded
+    | InstanceChanged
 )

@@ -40,7 +40,7 @@ from xce.policy import (
     SetAllowance,
     decide,
 )
-from xce.provisioner.provider import HostGrant, Provider, ProviderError
+from xce.provisioner.provider import HostGrant, Instance, Provider, ProviderError
 from xce.provisioner.round import policy_input
 
 log = logging.getLogger("xce.provisioner")
@@ -81,7 +81,11 @@ class Provisioner:
         lease_ttl: float = 15.0,
         clock: Callable[[], float] = wallclock.time,
         status_file: Path | None = None,
+        orphan_grace: float = 30.0,
+        join_deadline: float = 600.0,
     ) -> None:
+        self.orphan_grace = orphan_grace  # s before an unknown instance is released
+        self.join_deadline = join_deadline  # s a requested host has to join
         self.status_file = status_file
         self.url = url.rstrip("/")
         self.token = token
@@ -92,9 +96,11 @@ class Provisioner:
         self.clock = clock
         self.memory = PolicyMemory()
         self.fences: dict[str, int] = {}  # provider -> fencing token of our lease
-        self.expected: dict[str, tuple[str, str, str]] = {}  # host -> (provider, template, req)
+        self._watch: dict[str, str] = {}  # host -> template: instances on their way
         self.decisions: deque[Decision] = deque(maxlen=200)
-        self._failures: list[str] = []
+        self._failures: list[str] = []  # templates whose requests failed this round
+        self._allowance: dict[str, int | None] = {}  # what the runtime catalog was told
+        self._backed_off: set[str] = set()  # templates the policy backed off
         self._headroom: dict[str, float] = {}  # what the runtime catalog was last told
         self._session: aiohttp.ClientSession | None = None
 
@@ -140,16 +146,19 @@ class Provisioner:
             token = int(lease["token"])
             if self.fences.get(provider) != token:  # a new lease: we start, or take over
                 self.fences[provider] = token
-                await self._reconcile(provider)
+                log.info("provider %s: lease taken (fencing token %d)", provider, token)
             leased.add(provider)
         if not leased:
             return []
-        await self._sync_headroom(leased)
+        joined: list[str] = []
+        for provider in sorted(leased):
+            came, failed = await self._reconcile(provider)
+            joined += came
+            self._failures += failed
         templates = {t.name for t in self.config.catalog.templates if t.provider in leased}
         demand = (await self._call("GET", "/demand")).get("demand")
         idle = (await self._call("GET", "/idle")).get("idle")
         hosts = (await self._call("GET", "/hosts"))["hosts"]
-        joined = await self._settle_expected(hosts)
         now = self.clock()
         inp = policy_input(now, demand, idle, hosts, templates, self._failures, joined)
         self._failures = []
@@ -160,6 +169,7 @@ class Provisioner:
                 continue
             outcome = await self._act(action, hosts)
             self._note(type(action).__name__, _detail(action), action.reason, outcome)
+        await self._sync_catalog(leased, hosts)
         self._write_status(now, sorted(leased))
         return actions
 
@@ -168,19 +178,41 @@ class Provisioner:
         if self.status_file is None:
             return
         status = Status(self.name, now, {p: self.fences[p] for p in leased},
-                        sorted(self.expected), list(self.decisions))
+                        sorted(self._watch), list(self.decisions))
         tmp = self.status_file.with_suffix(".tmp")
         tmp.write_bytes(msgspec.json.encode(status))
         os.replace(tmp, self.status_file)
 
-    async def _sync_headroom(self, leased: set[str]) -> None:
+    async def _sync_catalog(self, leased: set[str], hosts: list[dict[str, Any]]) -> None:
         """Keep the runtime catalog current from the providers' descriptions: a pool's
         headroom is what its provider could still lend (its size less what is borrowed
-        or asked for)."""
-        sizes = {}
+        or asked for); a template's allowance is what its provider could still start
+        (its `max` less the hosts alive or in flight) when that is below the catalog's
+        `max`, and 0 while the policy has the template backed off."""
+        sizes: dict[str, float] = {}
+        limits: dict[str, int] = {}
         for provider in sorted(leased):
             description = await asyncio.to_thread(self.providers[provider].describe)
             sizes.update({p.pool: p.size for p in description.pools})
+            limits.update({t.name: t.max for t in description.templates if t.max > 0})
+        allowance: dict[str, int | None] = {}
+        for template in self.config.catalog.templates:
+            if template.provider not in leased:
+                continue
+            present = sum(1 for h in hosts if h.get("template") == template.name
+                          and h["state"] not in ("failed", "decommissioned"))
+            limit = limits.get(template.name, template.max)
+            if template.name in self._backed_off:
+                allowance[template.name] = 0
+            elif limit < template.max:
+                allowance[template.name] = max(0, limit - present)
+            else:
+                allowance[template.name] = None
+        changed = {t: a for t, a in allowance.items() if self._allowance.get(t, None) != a
+                   or t not in self._allowance}
+        if changed:
+            await self._call("POST", "/catalog", {"allowance": changed})
+            self._allowance.update(changed)
         if not sizes:
             return
         pools = (await self._call("GET", "/resources"))["resources"]
@@ -193,60 +225,87 @@ class Provisioner:
             await self._call("POST", "/catalog", {"headroom": headroom})
             self._headroom = headroom
 
-    async def _reconcile(self, provider: str) -> None:
-        """Match the controller's records of a provider's hosts with its inventory, at
-        start and at takeover (the previous owner may have died mid-request): an
-        instance no host record knows is released (nothing leaks); an expected host with
-        no instance is cancelled (its join token died with the owner; the policy asks
-        again if the demand remains); a joined host whose instance is gone is lost, its
-        jobs requeued. Expected hosts with an instance are followed as our own."""
+    async def _reconcile(self, provider: str) -> tuple[list[str], list[str]]:
+        """Match the controller's records of a provider with its inventory, every round
+        (so also at start and at takeover, when the previous owner may have died
+        mid-request); the templates whose hosts joined, and those whose requests failed,
+        since the last round (for the policy).
+
+        * an instance of the provider that no open record knows is released once it is
+          older than the orphan grace (nothing leaks);
+        * a request still `requested` (its owner stopped before the provider answered):
+          instances the provider has are accepted, the others cancelled;
+        * a record whose instance vanished is lost: its expected host fails (a failed
+          request), or its joined host is lost as reclaimed (its jobs requeued);
+        * a `releasing` record (decommissioned, or past its join deadline) has its
+          instance released and its host removed.
+        """
         source = self.providers[provider]
-        instances = await asyncio.to_thread(source.instances)
-        hosts = (await self._call("GET", "/hosts"))["hosts"]
-        mine = {h["name"]: h for h in hosts if h.get("provider") == provider}
-        running = {i.host: i for i in instances if i.state == "running"}
-        for host, instance in running.items():
-            if host not in mine:
+        inventory = await asyncio.to_thread(source.instances)
+        answer = await self._call("GET", f"/requests?provider={quote(provider)}")
+        records = [i for r in answer["requests"] for i in r["instances"]]
+        live = {i.host: i for i in inventory if i.state == "running"}
+        known = {i["host"] for i in records if i["state"] not in ("released", "lost")}
+        now = self.clock()
+        for instance in inventory:
+            if (instance.state == "running" and instance.host not in known
+                    and now - instance.started >= self.orphan_grace):
                 await asyncio.to_thread(source.release, [instance.id])
-                self._note("Reconcile", host, "an instance no host record knows", "released")
-        for name, host in mine.items():
-            state = host["state"]
-            if state == "expected" and name not in running:
-                await self._call("POST", f"/hosts/{quote(name)}/remove", provider=provider)
-                self._note("Reconcile", name, "expected, but no instance was started",
-                           "cancelled")
-            elif state == "expected":
-                self.expected[name] = (provider, host["template"], host.get("request", ""))
-            elif state == "decommissioned":  # the owner died between release and remove
-                if name in running:
-                    await asyncio.to_thread(source.release, [running[name].id])
-                await self._call("POST", f"/hosts/{quote(name)}/remove", provider=provider)
-                self._note("Reconcile", name, "decommissioned, not removed", "removed")
-            elif state in ("ok", "closed", "unreach") and name not in running:
-                await self._call("POST", f"/hosts/{quote(name)}/reclaimed", provider=provider)
-                self._note("Reconcile", name, "its instance is gone", "lost")
+                self._note("Reconcile", instance.host or instance.id,
+                           "an instance no record knows", "released")
+        joined: list[str] = []
+        failed: list[str] = []
+        for request in answer["requests"]:
+            if request["state"] == "requested":
+                await self._adopt(provider, request, live)
+        for record in records:
+            host, state, template = record["host"], record["state"], record["template"]
+            was_running = self._watch.pop(host, None) is not None
+            if state == "running" and host not in live:
+                await self._call("POST", f"/instances/{quote(host)}/vanished",
+                                 {"reason": "its instance is gone from the provider"},
+                                 provider=provider)
+                self._note("Reconcile", host, "its instance is gone before it joined", "lost")
+                failed.append(template)
+            elif state == "running":
+                self._watch[host] = template
+            elif state in ("joined", "draining") and host not in live:
+                await self._call("POST", f"/instances/{quote(host)}/vanished",
+                                 {"reason": "its instance is gone from the provider"},
+                                 provider=provider)
+                self._note("Reconcile", host, "its instance is gone", "lost")
+            elif state in ("joined", "draining") and was_running:
+                joined.append(template)
+            elif state == "releasing":
+                if was_running:  # it was on its way: its join deadline passed
+                    failed.append(template)
+                if host in live:
+                    await asyncio.to_thread(source.release, [live[host].id])
+                await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
+                self._note("Release", host, record["reason"], "released")
+        return joined, failed
+
+    async def _adopt(self, provider: str, request: dict[str, Any],
+                     live: Mapping[str, Instance]) -> None:
+        """A request its owner recorded but did not see through: what the provider
+        started is accepted, the rest cancelled."""
+        rid = request["request"]
+        started = {i["host"]: live[i["host"]].id for i in request["instances"]
+                   if i["host"] in live}
+        if started:
+            await self._call("POST", f"/requests/{quote(rid)}/accepted",
+                             {"instances": started}, provider=provider)
+        for instance in request["instances"]:
+            if instance["host"] not in started:
+                await self._call("POST", f"/hosts/{quote(instance['host'])}/remove",
+                                 provider=provider)
+        self._note("Reconcile", rid, "a request its owner did not see through",
+                   f"{len(started)} instance(s) adopted, "
+                   f"{len(request['instances']) - len(started)} cancelled")
 
     def _note(self, action: str, detail: str, reason: str, outcome: str) -> None:
         self.decisions.append(Decision(self.clock(), action, detail, reason, outcome))
         log.info("%s %s (%s): %s", action, detail, reason, outcome)
-
-    async def _settle_expected(self, hosts: list[dict[str, Any]]) -> list[str]:
-        """Our expected hosts that joined (templates, for the policy) or failed (their
-        instances released, the record cleared, the template backed off)."""
-        by_name = {h["name"]: h for h in hosts}
-        joined: list[str] = []
-        for name, (provider, template, _request) in list(self.expected.items()):
-            state = by_name.get(name, {}).get("state")
-            if state == "expected":
-                continue
-            del self.expected[name]
-            if state == "failed":
-                self._failures.append(template)
-                await asyncio.to_thread(self._release, provider, name)
-                await self._call("POST", f"/hosts/{quote(name)}/remove", provider=provider)
-            elif state is not None:
-                joined.append(template)
-        return joined
 
     def _release(self, provider: str, host: str) -> None:
         source = self.providers[provider]
@@ -273,8 +332,11 @@ class Provisioner:
                     await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
                     return "released"
                 case SetAllowance(template=template, allowance=allowance):
-                    await self._call("POST", "/catalog", {"allowance": {template: allowance}})
-                    return f"allowance {allowance}"
+                    if allowance == 0:
+                        self._backed_off.add(template)
+                    else:
+                        self._backed_off.discard(template)
+                    return "allowance 0 (backed off)" if allowance == 0 else "cap lifted"
                 case RequestTokens(resource=pool, amount=amount):
                     return await self._borrow(pool, amount)
                 case ReturnTokens(resource=pool, amount=amount):
@@ -285,25 +347,27 @@ class Provisioner:
         return "ignored"
 
     async def _request_hosts(self, template: str, count: int) -> str:
+        """Record the request at the controller (its expected hosts and instance
+        records, in one commit), ask the provider, then record what it answered. A
+        crash in between leaves a `requested` record that reconciliation settles."""
         provider = self._template_provider(template)
-        request = f"{self.name}-{uuid.uuid4().hex[:8]}"
-        grants: list[HostGrant] = []
-        for _ in range(count):
-            made = await self._call("POST", "/hosts/expected",
-                                    {"template": template, "provider": provider,
-                                     "request": request}, provider=provider)
-            grants.append(HostGrant(made["name"], made["join_token"]))
-            self.expected[made["name"]] = (provider, template, request)
+        rid = f"{self.name}-{uuid.uuid4().hex[:8]}"
+        made = await self._call("POST", "/requests",
+                                {"template": template, "count": count, "request": rid,
+                                 "deadline": self.join_deadline}, provider=provider)
+        grants = [HostGrant(h["name"], h["join_token"]) for h in made["hosts"]]
         try:
-            await asyncio.to_thread(self.providers[provider].request_hosts, request, template,
-                                    grants)
-        except ProviderError as err:  # nothing will join: cancel, back off
-            for grant in grants:
-                self.expected.pop(grant.name, None)
-                await self._call("POST", f"/hosts/{quote(grant.name)}/remove", provider=provider)
+            started = await asyncio.to_thread(self.providers[provider].request_hosts, rid,
+                                              template, grants)
+        except ProviderError as err:  # nothing will join: the request failed, back off
+            await self._call("POST", f"/requests/{quote(rid)}/refused",
+                             {"reason": f"{err.kind}: {err}"}, provider=provider)
             self._failures.append(template)
             return f"failed ({err.kind}): {err}"
-        return f"requested {', '.join(g.name for g in grants)} ({request})"
+        await self._call("POST", f"/requests/{quote(rid)}/accepted",
+                         {"instances": {i.host: i.id for i in started}}, provider=provider)
+        self._watch.update({g.name: template for g in grants})
+        return f"requested {', '.join(g.name for g in grants)} ({rid})"
 
     async def _borrow(self, pool: str, amount: float) -> str:
         provider = self._pool_provider(pool)

@@ -18,8 +18,10 @@ Every problem is a ConfigError naming file, line and field.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -107,6 +109,49 @@ def load_providers(path: str | Path) -> list[ProviderSpec]:
                 values[key] = str((base / values[key]).resolve())
         specs.append(ProviderSpec(**values, file=filename, line=line))
     return specs
+
+
+S = TypeVar("S")
+
+
+def load_settings(path: Path, kind: type[S]) -> S:
+    """A provider's settings file (YAML or JSON) as `kind`, or ConfigError naming the
+    file, the line and the field."""
+    filename = str(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError(filename, 0, "", f"cannot read: {err.strerror}") from err
+    root = load_yaml(text, filename)
+    try:
+        return msgspec.convert(root, kind, strict=False)
+    except msgspec.ValidationError as err:
+        field, line = _locate(root, str(err))
+        raise ConfigError(filename, line, field, str(err).split(" - at ")[0]) from err
+
+
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\['([^']*)'\]|\[(\d+|\.\.\.)\]")
+_UNKNOWN = re.compile(r"unknown field `([^`]*)`")
+
+
+def _locate(root: object, message: str) -> tuple[str, int]:
+    """The field msgspec's message names (`... - at `$.pools['vcs']``, or an unknown
+    field) as a path, and its line."""
+    _, _, where = message.partition(" - at `$")
+    steps: list[str | int] = []
+    for name, key, index in _STEP.findall(where.rstrip("`")):
+        if index == "...":  # a mapping's value: msgspec does not say which key
+            break
+        steps.append(int(index) if index else name or key)
+    unknown = _UNKNOWN.search(message)
+    if unknown:
+        steps.append(unknown.group(1))
+    node, line, field = root, 1, ""
+    for step in steps:
+        field += f"[{step}]" if isinstance(step, int) else (f".{step}" if field else step)
+        if (isinstance(node, MarkedMap) and step in node) or (isinstance(node, MarkedSeq) and isinstance(step, int) and step < len(node)):
+            line, node = node.line_of(step), node[step]
+    return field, line
 
 
 def build_providers(specs: list[ProviderSpec], context: ProviderContext) -> dict[str, Provider]:

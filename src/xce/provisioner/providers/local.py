@@ -26,7 +26,7 @@ from xce.provisioner.provider import (
 )
 from xce.provisioner.providers.local_files import InstanceRecord, LocalFiles
 from xce.provisioner.providers.processes import Process, find, spawn, stop_groups
-from xce.provisioner.registry import ProviderContext, ProviderSpec
+from xce.provisioner.registry import ProviderContext, ProviderSpec, load_settings
 
 PROVIDER = "local"
 # Host names become directory names: no separators, no leading dot.
@@ -62,14 +62,30 @@ def local_config(cluster: ClusterConfig, controller: str, work_dir: Path,
     )
 
 
+class LocalSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`<confPath>/local.yaml`, all optional."""
+
+    controller: str = ""  # the URL its agents join (default: the provisioner's)
+    pools: dict[str, float] = {}  # tokens it lends (default: `--pool`)
+    lead_time: float = 5.0
+    stop_grace: float = 10.0
+
+
 def from_spec(spec: ProviderSpec, context: ProviderContext) -> LocalProvider:
     """A local provider of the providers file: its files under the work directory (the
-    work directory itself for the provider named `local`, as without a providers file)."""
+    work directory itself for the provider named `local`, as without a providers file),
+    its settings from `<confPath>/local.yaml` when there is one."""
     work = Path(context.work_dir)
     if spec.name != PROVIDER:
         work = work / spec.name
-    return LocalProvider(local_config(context.cluster, context.controller, work,
-                                      context.pools, spec.name))
+    settings = LocalSettings()
+    conf = Path(spec.conf_path) / "local.yaml" if spec.conf_path else None
+    if conf is not None and conf.exists():
+        settings = load_settings(conf, LocalSettings)
+    config = local_config(context.cluster, settings.controller or context.controller, work,
+                          settings.pools or context.pools, spec.name)
+    return LocalProvider(msgspec.structs.replace(
+        config, lead_time=settings.lead_time, stop_grace=settings.stop_grace))
 
 
 class LocalProvider:
