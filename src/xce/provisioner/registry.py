@@ -149,9 +149,19 @@ def _locate(root: object, message: str) -> tuple[str, int]:
     node, line, field = root, 1, ""
     for step in steps:
         field += f"[{step}]" if isinstance(step, int) else (f".{step}" if field else step)
-        if (isinstance(node, MarkedMap) and step in node) or (isinstance(node, MarkedSeq) and isinstance(step, int) and step < len(node)):
-            line, node = node.line_of(step), node[step]
+        found = _child(node, step)
+        if found is not None:
+            line, node = found
     return field, line
+
+
+def _child(node: object, step: str | int) -> tuple[int, object] | None:
+    """The line and value of `node[step]` in a marked YAML tree, if it is there."""
+    if isinstance(node, MarkedMap) and step in node:
+        return node.line_of(step), node[step]
+    if isinstance(node, MarkedSeq) and isinstance(step, int) and step < len(node):
+        return node.line_of(step), node[step]
+    return None
 
 
 def build_providers(specs: list[ProviderSpec], context: ProviderContext) -> dict[str, Provider]:
