@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import pytest
 
 from xce.controller.auth import TokenStore
+from xce.model.api import FENCING_HEADER
 
 T = TypeVar("T")
 
@@ -111,12 +112,19 @@ class LiveCluster:
         self.url = ""
         self.run("init", "--state", str(self.state), "--admin", ME)
         self.tokens: dict[str, Path] = {"admin": self.state / "admin.token"}
+        self.fences: dict[str, int] = {}  # who -> the fencing token its requests carry
         for name in agents:
             self.add_token("agent", name)
         for name in users:
             self.add_token("user", name)
 
     # ------------------------------------------------------------ tokens, CLI
+    def lease(self, who: str, provider: str, ttl: float = 3600) -> int:
+        """Take `provider`'s lease for `who`; its later requests carry the token."""
+        token = int(self.ok("POST", f"/leases/{provider}", {"ttl": ttl}, who)["token"])
+        self.fences[who] = token
+        return token
+
     def add_token(self, role: str, name: str, key: str | None = None) -> Path:
         """A token made as `xce token add --out FILE` makes it (in this process: the
         CLI's start-up costs a second, and `xce init` has shown the CLI works)."""
@@ -148,6 +156,8 @@ class LiveCluster:
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         """A client command against this cluster's controller as `who`."""
         env = dict(self.env, XCE_CONTROLLER=self.url, XCE_TOKEN_FILE=str(self.tokens[who]))
+        if who in self.fences:
+            env["XCE_FENCING_TOKEN"] = str(self.fences[who])
         return self.run(*args, check=check, cwd=cwd, env=env)
 
     # ------------------------------------------------------------ daemons
@@ -238,6 +248,8 @@ class LiveCluster:
             request.add_header("Content-Type", "application/json")
         if who is not None:
             request.add_header("Authorization", f"Bearer {self.token(who)}")
+        if who in self.fences and FENCING_HEADER not in (headers or {}):
+            request.add_header(FENCING_HEADER, str(self.fences[who]))
         for key, value in (headers or {}).items():
             request.add_header(key, value)
         try:

@@ -30,14 +30,17 @@ def test_tokens_grow_when_the_lease_changes_hands_and_only_then() -> None:
 
 def test_fenced_changes() -> None:
     table = LeaseTable()
-    table.check("aws", "anyone", None, 0)  # never leased: not fenced yet
+    with pytest.raises(LeaseRefused) as refused:  # never leased: nobody may act for it
+        table.check("aws", "anyone", None, 0)
+    assert refused.value.message == ("provider aws is not leased: take its lease "
+                                     "(POST /leases/aws) before acting for it")
     token = taken(table, "aws", "a", 10, 0)
     table.check("aws", "a", token, 9.9)
     for holder, sent, now, message in [
         ("a", None, 1, "provider aws is leased: send the fencing token "
                        "(header X-XCE-Fencing-Token)"),
         ("a", 0, 1, "stale fencing token 0 for provider aws (current 1, held by a)"),
-        ("b", 1, 1, "stale fencing token 1 for provider aws (current 1, held by a)"),
+        ("b", 1, 1, "provider aws is leased to a, not b"),
         ("a", 1, 10, "the lease on provider aws has expired or was released: take it again"),
     ]:
         with pytest.raises(LeaseRefused) as refused:

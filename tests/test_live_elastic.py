@@ -298,6 +298,7 @@ def test_drain_decommission_and_remove(tmp_path: Path) -> None:
     with live_cluster(tmp_path, CONFIG, agents=(), users=("alice",)) as cluster:
         cluster.add_token("provisioner", "prov")
         cluster.start_controller()
+        cluster.lease("prov", "aws")
         refused = cluster.api("POST", "/hosts/expected", {"template": "cloud"}, "alice")
         assert (refused.status, refused.json) == (
             403, error(403, "role user may not POST /hosts/expected"))

@@ -45,8 +45,9 @@ def test_leases_fence_provisioner_changes(tmp_path: Path) -> None:
         cluster.add_token("user", "alice")
         listen = cluster.start_controller()
         host = {"template": "cloud", "deadline": 600}
-        # Never leased: not fenced yet (a provisioner-role script may drive it).
-        assert fenced(cluster, "pb", None, "/hosts/expected", host).status == 201
+        # Never leased: nobody may act for it.
+        never = fenced(cluster, "pb", None, "/hosts/expected", host)
+        assert never.status == 409 and "aws is not leased" in never.json["error"], never
 
         lease = cluster.ok("POST", "/leases/aws", {"ttl": 2}, "pa")
         assert (lease["provider"], lease["holder"], lease["token"]) == ("aws", "pa", 1)
@@ -58,7 +59,7 @@ def test_leases_fence_provisioner_changes(tmp_path: Path) -> None:
         before = expected_hosts(cluster)
         for who, token, words in [("pa", None, "send the fencing token"),
                                   ("pa", 0, "stale fencing token 0"),
-                                  ("pb", 1, "held by pa")]:
+                                  ("pb", 1, "leased to pa, not pb")]:
             answer = fenced(cluster, who, token, "/hosts/expected", host)
             assert answer.status == 409 and words in answer.json["error"], answer
         assert expected_hosts(cluster) == before  # refused: nothing changed

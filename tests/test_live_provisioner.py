@@ -91,6 +91,24 @@ def test_demand_to_hosts_and_back(tmp_path: Path) -> None:
         assert "leases: local (token 1)" in shown.stdout
         assert "RequestHosts" in shown.stdout and "DecommissionHost" in shown.stdout
 
+        # The durable records: every request returned, every instance went the whole way.
+        requests = cluster.ok("GET", "/requests?all=1")["requests"]
+        assert requests and all(r["state"] == "returned" for r in requests), requests
+        assert cluster.ok("GET", "/requests")["requests"] == []  # none open
+        for request in requests:
+            assert request["holder"] == "prov" and request["provider"] == "local"
+            for instance in request["instances"]:
+                assert instance["state"] == "released" and instance["joined"], instance
+                assert instance["instance_id"] == f"local-{instance['host']}"
+        cluster.stop_controller()  # the records are durable facts
+        cluster.start_controller(extra=FAST)
+        assert cluster.ok("GET", "/requests?all=1")["requests"] == requests
+        shown = cluster.xce("requests", "-a", "-l")
+        assert shown.returncode == 0, shown.stderr
+        first = requests[0]
+        assert f"Request <{first['request']}>, provider <local>, template <loc>" in shown.stdout
+        assert "returned since" in shown.stdout and "released by the provider" in shown.stdout
+
 
 def loc_records(cluster: LiveCluster) -> set[str]:
     return {h["name"] for h in cluster.ok("GET", "/hosts")["hosts"]
@@ -137,3 +155,51 @@ def test_takeover_after_the_owner_is_killed(tmp_path: Path) -> None:
         assert seen_too_many == [], "an instance ran that no host record knew"
         instances = list((work / "instances").glob("*.json"))
         assert len(instances) == len({p.name for p in instances}) >= 1
+
+
+TWO_TEMPLATES = CONFIG.replace(
+    "    - {name: loc, provider: local, slots: 2, max: 3, rank: 1}\n",
+    "    - {name: far, provider: far, slots: 2, max: 2, rank: 1}\n"
+    "    - {name: loc, provider: local, slots: 2, max: 3, rank: 2}\n",
+).replace("  persistence: 0.5\n", "  persistence: 0.5\n  backoff: {initial: 60, max: 60}\n")
+
+
+def test_hosts_that_never_join_back_off_to_the_next_template(tmp_path: Path) -> None:
+    """The first template's hosts never join (their agents are pointed at a dead
+    address): past the join deadline the request fails, its instances are released,
+    the template backs off (allowance 0) and the demand moves to the next template by
+    rank, whose hosts join and run the jobs. Nothing is left running."""
+    with live_cluster(tmp_path, TWO_TEMPLATES, agents=("n1",)) as cluster:
+        cluster.add_token("provisioner", "prov")
+        cluster.start_controller(extra=FAST)
+        cluster.start_agent("n1", slots=1)
+        work = tmp_path / "provider"
+        (tmp_path / "far").mkdir()
+        (tmp_path / "far" / "local.yaml").write_text("controller: http://127.0.0.1:9\n")
+        providers = tmp_path / "providers.json"
+        providers.write_text('{"providers": [{"name": "local", "type": "local"},'
+                             ' {"name": "far", "type": "local", "confPath": "far"}]}')
+        cluster._spawn("provisioner", [
+            "provisioner", "run", "--controller", cluster.url, "--token-file",
+            str(cluster.tokens["prov"]), "--config", str(cluster.config_path),
+            "--providers", str(providers), "--work", str(work), "--name", "prov-a",
+            "--interval", "0.3", "--join-deadline", "3",
+        ])
+        jobs = [cluster.submit(["sleep", "0.5"], n=2) for _ in range(2)]
+        for job in jobs:
+            assert cluster.wait_state(job, "DONE", timeout=60)["state"] == "DONE"
+        assert {h for j in jobs for h in cluster.job(j)["exec_hosts"]} <= {
+            f"loc-{n}" for n in range(1, 10)}
+        requests = cluster.ok("GET", "/requests?all=1")["requests"]
+        far = [r for r in requests if r["template"] == "far"]
+        assert far and far[0]["state"] == "failed" and far[0]["reason"] == "no host joined"
+        assert all(i["state"] == "released" and not i["joined"] for i in far[0]["instances"])
+        assert [i["reason"] for i in far[0]["instances"]] == ["released by the provider"] * len(
+            far[0]["instances"])
+        assert len(far) == 1, "backed off: no second request of the failed template"
+        [far_template] = [t for t in cluster.ok("GET", "/catalog")["templates"]
+                          if t["name"] == "far"]
+        assert far_template["allowance"] == 0
+        log = cluster.log_tail("provisioner", 100_000)
+        assert "SetAllowance far -> 0 (provider failure: back-off 60 s" in log, log[-3000:]
+        wait_for(lambda: not agent_pids(work), 40, "every local agent to end")

@@ -82,6 +82,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     cluster.listen = f"127.0.0.1:{free_port()}"
     try:
         cluster.start_controller(cluster.listen, extra=EXTRA)
+        cluster.lease("prov", "aws")  # a provisioner acts under a lease it holds
         cluster.start_agent("n1", wait=False)
         cluster.start_agent("n2", wait=False)
         wait_for(lambda: all(h["state"] == "ok" for h in cluster.hosts().values()), 20,
@@ -304,6 +305,7 @@ def test_recorded_run_with_borrowed_tokens_replays(tmp_path: Path) -> None:
     with live_cluster(tmp_path, CONFIG, users=("alice",)) as live:
         live.add_token("provisioner", "prov")
         live.start_controller(record=record)
+        live.lease("prov", "aws")
         live.start_agent("n1")
         first = live.submit(["sh", "-c", HOLD], res=VCS)
         second = live.submit(["sh", "-c", HOLD], res=VCS)

@@ -22,6 +22,7 @@ import msgspec
 
 from xce import __version__
 from xce.model.api import (
+    FENCING_HEADER,
     ApiError,
     CatalogInfo,
     CatalogRequest,
@@ -34,6 +35,7 @@ from xce.model.api import (
     KillResult,
     PoolInfo,
     QueueList,
+    RequestList,
     ResourceList,
     SessionOutput,
     SubmitRequest,
@@ -131,6 +133,13 @@ class Client:
         return self._post(f"/resources/{_segment(pool)}/{step}", PoolInfo,
                           TokensRequest(amount=amount))
 
+    def requests(self, every: bool = False, provider: str | None = None) -> RequestList:
+        """Provisioning requests: open ones, or `every` one the controller keeps."""
+        query = {"all": "1"} if every else {}
+        if provider:
+            query["provider"] = provider
+        return self._get("/requests", RequestList, query)
+
     def catalog(self) -> CatalogInfo:
         return self._get("/catalog", CatalogInfo)
 
@@ -149,6 +158,9 @@ class Client:
 
     def _call(self, request: urllib.request.Request, answer: type[T]) -> T:
         request.add_header("Authorization", f"Bearer {self.token}")
+        fence = os.environ.get("XCE_FENCING_TOKEN", "").strip()
+        if fence:  # a provisioner-role caller acting under a provider lease
+            request.add_header(FENCING_HEADER, fence)
         request.add_header("Accept", "application/json")
         request.add_header("User-Agent", f"xce/{__version__}")
         try:

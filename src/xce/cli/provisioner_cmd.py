@@ -82,9 +82,13 @@ def status(work_dir: str, as_json: bool) -> None:
 @click.option("--interval", type=float, default=2.0, show_default=True,
               help="Seconds between policy rounds.")
 @click.option("--lease-ttl", type=float, default=15.0, show_default=True)
+@click.option("--join-deadline", type=float, default=600.0, show_default=True,
+              help="Seconds a requested host has to join before it counts as failed.")
+@click.option("--orphan-grace", type=float, default=30.0, show_default=True,
+              help="Seconds before an instance no record knows is released.")
 def run(controller: str, token_file: str, config_path: str, work_dir: str,
         providers_path: str | None, pools: tuple[str, ...], name: str | None,
-        interval: float, lease_ttl: float) -> None:
+        interval: float, lease_ttl: float, join_deadline: float, orphan_grace: float) -> None:
     """Run a provisioner instance with the providers of --providers (default: the
     local provider, the embedded default)."""
     logging.basicConfig(level=logging.INFO,
@@ -100,10 +104,12 @@ def run(controller: str, token_file: str, config_path: str, work_dir: str,
         raise click.ClickException(f"provider: {err}") from err
     for warning in check_catalog(specs, config, providers):
         logging.getLogger("xce.provisioner").warning("%s", warning)
+    Path(work_dir).mkdir(parents=True, exist_ok=True)
     me = name or f"{socket.gethostname()}:{os.getpid()}"
     token = Path(token_file).read_text().strip()
     daemon = Provisioner(controller, token, me, config, providers, lease_ttl,
-                         status_file=Path(work_dir) / STATUS_FILE)
+                         status_file=Path(work_dir) / STATUS_FILE,
+                         orphan_grace=orphan_grace, join_deadline=join_deadline)
     asyncio.run(_serve(daemon, interval))
 
 

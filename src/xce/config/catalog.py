@@ -18,7 +18,7 @@ _TEMPLATE_KEYS = (
     "rank",
     "idle_time",
 )
-_COUNTABLE_KEYS = ("resource", "pool", "max_borrow", "idle_time")
+_COUNTABLE_KEYS = ("resource", "pool", "max_borrow", "idle_time", "provider")
 
 
 def read_catalog(
@@ -105,6 +105,7 @@ def _read_countables(
                 pool=pool,
                 max_borrow=entry.number("max_borrow", 0, minimum=0),
                 idle_time=entry.number("idle_time", 300, minimum=0),
+                provider=entry.text("provider", ""),
             )
         )
     return tuple(countables)

@@ -131,7 +131,8 @@ def _huge_int(value: object, path: str) -> str | None:
 def caller(request: web.Request, roles: frozenset[str]) -> Identity:
     who: Identity = request[IDENTITY]
     if who.role not in roles:
-        raise ApiProblem(403, f"role {who.role} may not {request.method} {request.path}")
+        request.app[CONTROLLER].refuse(
+            who, 403, f"role {who.role} may not {request.method} {request.path}")
     return who
 
 
@@ -466,11 +467,12 @@ async def list_resources(request: web.Request) -> web.Response:
 
 async def tokens_step(request: web.Request) -> web.Response:
     """borrow, grant, refuse or return tokens of a countable pool (supply.py)."""
-    caller(request, MANAGERS)
+    who = caller(request, MANAGERS)
     body = await body_of(request, TokensRequest)
     step = API_STEPS[request.match_info["step"]]
-    return reply(await supply.tokens_step(request.app[CONTROLLER], request.match_info["pool"],
-                                          step, body.amount))
+    ctl = request.app[CONTROLLER]
+    supply.fence(ctl, who, pools=[request.match_info["pool"]])
+    return reply(await supply.tokens_step(ctl, request.match_info["pool"], step, body.amount))
 
 
 async def get_catalog(request: web.Request) -> web.Response:
@@ -479,9 +481,11 @@ async def get_catalog(request: web.Request) -> web.Response:
 
 
 async def set_catalog(request: web.Request) -> web.Response:
-    caller(request, MANAGERS)
+    who = caller(request, MANAGERS)
     body = await body_of(request, CatalogRequest)
-    return reply(await supply.set_catalog(request.app[CONTROLLER], body))
+    ctl = request.app[CONTROLLER]
+    supply.fence(ctl, who, templates=body.allowance, pools=body.headroom)
+    return reply(await supply.set_catalog(ctl, body))
 
 
 # ---------------------------------------------------------------- agents

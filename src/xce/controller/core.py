@@ -16,6 +16,7 @@ import secrets
 import time as wallclock
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import NoReturn
 
 import msgspec
 
@@ -417,22 +418,31 @@ class Controller:
         self.fenced(who, host.provider)
 
     def fenced(self, who: Identity, provider: str) -> None:
-        """A provisioner's change to `provider`: refused with a stale fencing token."""
+        """A provisioner's change to `provider`: refused unless it holds the provider's
+        live lease and sends its current fencing token."""
         if who.role != "provisioner":
             return
         try:
             self.leases.check(provider, who.name, who.fence, self.clock())
         except LeaseRefused as err:
-            log.warning("refused %s %s: %s", who.role, who.name, err.message)
-            raise ApiProblem(err.status, err.message) from err
+            self.refuse(who, err.status, err.message)
+
+    def refuse(self, who: Identity, status: int, message: str) -> NoReturn:
+        """Refuse a request, logged with who and why."""
+        log.warning("refused %s %s: %s", who.role, who.name, message)
+        raise ApiProblem(status, message)
 
     def providers(self) -> set[str]:
-        return {t.provider for t in self.state.config.catalog.templates}
+        """The providers the catalog names: of templates, and of countables."""
+        catalog = self.state.config.catalog
+        return ({t.provider for t in catalog.templates}
+                | {c.provider for c in catalog.countables if c.provider})
 
     async def lease(self, who: Identity, provider: str, ttl: float) -> Lease:
         """Take or renew the lease on `provider` for the caller."""
         if provider not in self.providers():
-            raise ApiProblem(404, f"provider {provider}: no template of the catalog uses it")
+            raise ApiProblem(404, f"provider {provider}: no template or countable of the "
+                                  "catalog names it")
         try:
             fact = self.leases.grant(provider, who.name, ttl, self.clock())
         except LeaseRefused as err:

@@ -7,8 +7,8 @@ hands (never otherwise, never back). A change a provisioner makes to a provider'
 hosts carries the token it holds; the controller refuses a stale one, so an instance
 that lost its lease (paused, partitioned) cannot act after another took over.
 
-A provider nobody has ever leased may still be driven by any provisioner-role caller
-(by hand, or by scripts): fencing starts with the first lease.
+A provisioner-role caller acts only for a provider it holds a live lease on, with the
+lease's current token; admins are not fenced.
 """
 
 from __future__ import annotations
@@ -74,20 +74,30 @@ class LeaseTable:
         return LeaseReleased(provider, holder, token, now)
 
     def check(self, provider: str, holder: str, token: int | None, now: float) -> None:
-        """A provisioner's change to `provider`: allowed with the current token of a
-        live lease it holds (or when nobody ever leased the provider)."""
+        """A provisioner's change to `provider`: allowed only with the current token of
+        a live lease it holds."""
         lease = self.leases.get(provider)
         if lease is None:
-            return
+            raise LeaseRefused(409, f"provider {provider} is not leased: take its lease "
+                                    f"(POST /leases/{provider}) before acting for it")
+        if token is not None and token != lease.token:
+            raise LeaseRefused(409, f"stale fencing token {token} for provider {provider} "
+                                    f"(current {lease.token}, held by {lease.holder})")
+        if lease.holder != holder:
+            raise LeaseRefused(409, f"provider {provider} is leased to {lease.holder}, "
+                                    f"not {holder}")
         if token is None:
             raise LeaseRefused(409, f"provider {provider} is leased: send the fencing token "
                                     "(header X-XCE-Fencing-Token)")
-        if token != lease.token or lease.holder != holder:
-            raise LeaseRefused(409, f"stale fencing token {token} for provider {provider} "
-                                    f"(current {lease.token}, held by {lease.holder})")
         if not self._live(lease, now):
             raise LeaseRefused(409, f"the lease on provider {provider} has expired or was "
                                     "released: take it again")
+
+    def held(self, holder: str, token: int | None, now: float) -> list[str]:
+        """The providers `holder` holds a live lease on with this token."""
+        return sorted(p for p, lease in self.leases.items()
+                      if lease.holder == holder and lease.token == token
+                      and self._live(lease, now))
 
     def snapshot(self) -> list[Lease]:
         return list(self.leases.values())

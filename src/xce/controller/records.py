@@ -262,14 +262,13 @@ def _request_path(record: RequestRecord, instances: list[InstanceRecord]) -> lis
     if record.state in REQUEST_FINAL:
         return []
     states = [i.state for i in instances]
-    if any(s == "requested" for s in states) and not any(i.joined for i in instances):
-        return ["in flight"] if record.state == "requested" and any(
-            s != "requested" for s in states) else []
+    if all(s == "requested" for s in states):
+        return []
     path: list[str] = []
     current = record.state
     if current == "requested":
         path.append(current := "in flight")
-    if any(s == "running" for s in states):  # still on its way
+    if any(s in ("requested", "running") for s in states):  # some still on their way
         return path
     joined = sum(i.joined for i in instances)
     if current == "in flight":

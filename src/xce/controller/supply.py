@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
+from xce.controller.auth import Identity
 from xce.controller.core import ApiProblem, Controller
 from xce.controller.tokens import EPSILON, STEPS
 from xce.model.api import (
@@ -63,6 +65,30 @@ def _countable(state: SchedulerState, key: str, missing: int) -> PoolRecord:
         raise ApiProblem(400, f"pool {pool.label} is not countable: no catalog countable "
                               "names it, so no token of it can be borrowed")
     return pool
+
+
+def fence(ctl: Controller, who: Identity, templates: Iterable[str] = (),
+          pools: Iterable[str] = ()) -> None:
+    """A provisioner changes a template's allowance, or a countable pool, only for a
+    provider it holds the lease on (with its current token): the template's provider,
+    the countable's `provider:`; a countable that names none, under any lease it holds.
+    Unknown names are left to the caller's own checks."""
+    if who.role != "provisioner":
+        return
+    for name in templates:
+        template = ctl.state.templates.get(name)
+        if template is not None:
+            ctl.fenced(who, template.provider)
+    for key in pools:
+        pool = find_pool(ctl.state, key)
+        if pool is None or pool.countable is None:
+            continue
+        if pool.countable.provider:
+            ctl.fenced(who, pool.countable.provider)
+        elif not ctl.leases.held(who.name, who.fence, ctl.clock()):
+            ctl.refuse(who, 409, f"pool {pool.label}: a provisioner changes a countable "
+                                 "only under a provider lease it holds (send its fencing "
+                                 "token)")
 
 
 def pool_info(ctl: Controller, pool: PoolRecord) -> PoolInfo:

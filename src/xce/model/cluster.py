@@ -89,6 +89,7 @@ class Countable(msgspec.Struct, frozen=True):
     pool: str | None = None
     max_borrow: float = 0
     idle_time: float = 300
+    provider: str = ""  # who lends its tokens ("": any provisioner, no lease needed)
 
 
 class Catalog(msgspec.Struct, frozen=True):

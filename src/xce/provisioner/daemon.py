@@ -99,9 +99,7 @@ class Provisioner:
         self._watch: dict[str, str] = {}  # host -> template: instances on their way
         self.decisions: deque[Decision] = deque(maxlen=200)
         self._failures: list[str] = []  # templates whose requests failed this round
-        self._allowance: dict[str, int | None] = {}  # what the runtime catalog was told
         self._backed_off: set[str] = set()  # templates the policy backed off
-        self._headroom: dict[str, float] = {}  # what the runtime catalog was last told
         self._session: aiohttp.ClientSession | None = None
 
     # ------------------------------------------------------------------ controller
@@ -126,9 +124,18 @@ class Provisioner:
         raise KeyError(template)
 
     def _pool_provider(self, pool: str) -> str | None:
+        """Who lends `pool`: its countable's `provider:`, else the first of ours whose
+        description offers it."""
+        for countable in self.config.catalog.countables:
+            named = pool in (countable.resource, f"{countable.resource}/{countable.pool}")
+            if named and countable.provider:
+                return countable.provider
         for name, provider in self.providers.items():
-            if any(p.pool == pool for p in provider.describe().pools):
-                return name
+            try:
+                if any(p.pool == pool for p in provider.describe().pools):
+                    return name
+            except ProviderError:
+                continue
         return None
 
     # ------------------------------------------------------------------ one round
@@ -152,9 +159,16 @@ class Provisioner:
             return []
         joined: list[str] = []
         for provider in sorted(leased):
-            came, failed = await self._reconcile(provider)
+            try:
+                came, failed = await self._reconcile(provider)
+            except ProviderError as err:  # its inventory is unknown: leave it this round
+                log.warning("provider %s: cannot list its instances: %s", provider, err)
+                leased.discard(provider)
+                continue
             joined += came
             self._failures += failed
+        if not leased:
+            return []
         templates = {t.name for t in self.config.catalog.templates if t.provider in leased}
         demand = (await self._call("GET", "/demand")).get("demand")
         idle = (await self._call("GET", "/idle")).get("idle")
@@ -167,6 +181,9 @@ class Provisioner:
         for action in actions:
             if _template_of(action) not in templates and _template_of(action) is not None:
                 continue
+            if (isinstance(action, RequestTokens | ReturnTokens)
+                    and self._pool_provider(action.resource) not in leased):
+                continue  # another instance lends it, or nobody does
             outcome = await self._act(action, hosts)
             self._note(type(action).__name__, _detail(action), action.reason, outcome)
         await self._sync_catalog(leased, hosts)
@@ -188,42 +205,49 @@ class Provisioner:
         headroom is what its provider could still lend (its size less what is borrowed
         or asked for); a template's allowance is what its provider could still start
         (its `max` less the hosts alive or in flight) when that is below the catalog's
-        `max`, and 0 while the policy has the template backed off."""
-        sizes: dict[str, float] = {}
-        limits: dict[str, int] = {}
+        `max`, and 0 while the policy has the template backed off. Each provider's part
+        is sent under its own lease; only what differs from the controller's values."""
+        catalog = await self._call("GET", "/catalog")
+        told = {t["name"]: t.get("allowance") for t in catalog["templates"]}
+        runtime = {c["pool"]: c.get("runtime_headroom") for c in catalog["countables"]}
+        pools = {p["pool"]: p for p in (await self._call("GET", "/resources"))["resources"]}
         for provider in sorted(leased):
-            description = await asyncio.to_thread(self.providers[provider].describe)
-            sizes.update({p.pool: p.size for p in description.pools})
-            limits.update({t.name: t.max for t in description.templates if t.max > 0})
-        allowance: dict[str, int | None] = {}
-        for template in self.config.catalog.templates:
-            if template.provider not in leased:
+            try:
+                description = await asyncio.to_thread(self.providers[provider].describe)
+            except ProviderError as err:
+                log.warning("provider %s: cannot describe itself: %s", provider, err)
                 continue
-            present = sum(1 for h in hosts if h.get("template") == template.name
-                          and h["state"] not in ("failed", "decommissioned"))
-            limit = limits.get(template.name, template.max)
-            if template.name in self._backed_off:
-                allowance[template.name] = 0
-            elif limit < template.max:
-                allowance[template.name] = max(0, limit - present)
-            else:
-                allowance[template.name] = None
-        changed = {t: a for t, a in allowance.items() if self._allowance.get(t, None) != a
-                   or t not in self._allowance}
-        if changed:
-            await self._call("POST", "/catalog", {"allowance": changed})
-            self._allowance.update(changed)
-        if not sizes:
-            return
-        pools = (await self._call("GET", "/resources"))["resources"]
-        headroom = {
-            p["pool"]: max(0.0, sizes[p["pool"]] - p["borrowed"] - p["in_flight"])
-            for p in pools
-            if p["pool"] in sizes and p.get("max_borrow") is not None
-        }
-        if headroom and headroom != self._headroom:
-            await self._call("POST", "/catalog", {"headroom": headroom})
-            self._headroom = headroom
+            limits = {t.name: t.max for t in description.templates if t.max > 0}
+            allowance: dict[str, int | None] = {}
+            for template in self.config.catalog.templates:
+                if template.provider != provider:
+                    continue
+                present = sum(1 for h in hosts if h.get("template") == template.name
+                              and h["state"] not in ("failed", "decommissioned"))
+                limit = limits.get(template.name, template.max)
+                if template.name in self._backed_off:
+                    wanted: int | None = 0
+                elif limit < template.max:
+                    wanted = max(0, limit - present)
+                else:
+                    wanted = None
+                if told.get(template.name) != wanted:
+                    allowance[template.name] = wanted
+            headroom = {}
+            for offer in description.pools:
+                pool = pools.get(offer.pool)
+                if pool is None or pool.get("max_borrow") is None:
+                    continue
+                if self._pool_provider(offer.pool) != provider:
+                    continue
+                room = max(0.0, offer.size - pool["borrowed"] - pool["in_flight"])
+                room = min(room, pool["max_borrow"] - pool["borrowed"] - pool["in_flight"])
+                if runtime.get(offer.pool) is None or abs(runtime[offer.pool] - room) > 1e-9:
+                    headroom[offer.pool] = max(0.0, room)
+            if allowance or headroom:
+                await self._call("POST", "/catalog",
+                                 {"allowance": allowance, "headroom": headroom},
+                                 provider=provider)
 
     async def _reconcile(self, provider: str) -> tuple[list[str], list[str]]:
         """Match the controller's records of a provider with its inventory, every round
@@ -256,10 +280,11 @@ class Provisioner:
         joined: list[str] = []
         failed: list[str] = []
         for request in answer["requests"]:
-            if request["state"] == "requested":
-                await self._adopt(provider, request, live)
+            await self._adopt(provider, request, live)
         for record in records:
             host, state, template = record["host"], record["state"], record["template"]
+            if state == "requested":  # settled by _adopt above
+                continue
             was_running = self._watch.pop(host, None) is not None
             if state == "running" and host not in live:
                 await self._call("POST", f"/instances/{quote(host)}/vanished",
@@ -270,10 +295,14 @@ class Provisioner:
             elif state == "running":
                 self._watch[host] = template
             elif state in ("joined", "draining") and host not in live:
+                # lost as reclaimed (its jobs requeued), then gone from the cluster
                 await self._call("POST", f"/instances/{quote(host)}/vanished",
                                  {"reason": "its instance is gone from the provider"},
                                  provider=provider)
-                self._note("Reconcile", host, "its instance is gone", "lost")
+                await self._call("POST", f"/hosts/{quote(host)}/decommission",
+                                 provider=provider)
+                await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
+                self._note("Reconcile", host, "its instance is gone", "lost, removed")
             elif state in ("joined", "draining") and was_running:
                 joined.append(template)
             elif state == "releasing":
@@ -287,21 +316,24 @@ class Provisioner:
 
     async def _adopt(self, provider: str, request: dict[str, Any],
                      live: Mapping[str, Instance]) -> None:
-        """A request its owner recorded but did not see through: what the provider
-        started is accepted, the rest cancelled."""
+        """Instances still `requested` at the start of a round belong to a request its
+        owner did not see through (it died between recording and the provider's
+        answer): those the provider started are accepted, the rest cancelled."""
+        waiting = [i["host"] for i in request["instances"] if i["state"] == "requested"]
+        if not waiting:
+            return
         rid = request["request"]
-        started = {i["host"]: live[i["host"]].id for i in request["instances"]
-                   if i["host"] in live}
+        started = {host: live[host].id for host in waiting if host in live}
         if started:
             await self._call("POST", f"/requests/{quote(rid)}/accepted",
                              {"instances": started}, provider=provider)
-        for instance in request["instances"]:
-            if instance["host"] not in started:
-                await self._call("POST", f"/hosts/{quote(instance['host'])}/remove",
-                                 provider=provider)
+            self._watch.update({host: request["template"] for host in started})
+        for host in waiting:
+            if host not in started:
+                await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
         self._note("Reconcile", rid, "a request its owner did not see through",
                    f"{len(started)} instance(s) adopted, "
-                   f"{len(request['instances']) - len(started)} cancelled")
+                   f"{len(waiting) - len(started)} cancelled")
 
     def _note(self, action: str, detail: str, reason: str, outcome: str) -> None:
         self.decisions.append(Decision(self.clock(), action, detail, reason, outcome))
@@ -374,22 +406,24 @@ class Provisioner:
         if provider is None:
             return f"no provider lends {pool}"
         path = f"/resources/{quote(pool, safe='')}"
-        await self._call("POST", f"{path}/borrow", {"amount": amount})
+        await self._call("POST", f"{path}/borrow", {"amount": amount}, provider=provider)
         try:
             granted = await asyncio.to_thread(self.providers[provider].borrow, pool, amount)
         except ProviderError:
             granted = 0.0
         if granted > 0:
-            await self._call("POST", f"{path}/grant", {"amount": granted})
+            await self._call("POST", f"{path}/grant", {"amount": granted}, provider=provider)
         if granted < amount:
-            await self._call("POST", f"{path}/refuse", {"amount": amount - granted})
+            await self._call("POST", f"{path}/refuse", {"amount": amount - granted},
+                             provider=provider)
         return f"granted {granted:g} of {amount:g}"
 
     async def _give_back(self, pool: str, amount: float) -> str:
         provider = self._pool_provider(pool)
         if provider is None:
             return f"no provider lends {pool}"
-        await self._call("POST", f"/resources/{quote(pool, safe='')}/return", {"amount": amount})
+        await self._call("POST", f"/resources/{quote(pool, safe='')}/return", {"amount": amount},
+                         provider=provider)
         await asyncio.to_thread(self.providers[provider].give_back, pool, amount)
         return f"returned {amount:g}"
 
@@ -400,7 +434,7 @@ class Provisioner:
             while not stop.is_set():
                 try:
                     await self.round()
-                except (aiohttp.ClientError, ControllerRefused, OSError) as err:
+                except (aiohttp.ClientError, ControllerRefused, ProviderError, OSError) as err:
                     log.warning("round failed: %s", err)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), interval)

@@ -1,0 +1,63 @@
+"""`xce requests`: provisioning requests and their instances, with the state of each
+and the reason it is in it (like LSF's `badmin rc view`)."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from xce.cli.client import Client, with_client
+from xce.cli.client_cmds import JSON_OPTION, _echo_json, _echo_lines, table
+from xce.model.api import RequestList
+
+REQUEST_COLUMNS = ("REQUEST", "PROVIDER", "TEMPLATE", "HOSTS", "STATE", "SINCE", "REASON")
+INSTANCE_COLUMNS = ("HOST", "INSTANCE", "STATE", "SINCE", "REASON")
+
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch))
+
+
+def requests_lines(answer: RequestList, long: bool) -> list[str]:
+    """One line per request; with `long`, its instances under it."""
+    if not answer.requests:
+        return ["No provisioning request."]
+    if not long:
+        return table(REQUEST_COLUMNS, [
+            [r.request, r.provider, r.template, str(r.count), r.state, _clock(r.since),
+             r.reason]
+            for r in answer.requests
+        ], ("HOSTS",))
+    lines: list[str] = []
+    for r in answer.requests:
+        lines += [
+            f"Request <{r.request}>, provider <{r.provider}>, template <{r.template}>, "
+            f"{r.count} host(s), by <{r.holder}>, made {time.ctime(r.created)}",
+            f"  {r.state} since {_clock(r.since)}: {r.reason}",
+            *("  " + line for line in table(INSTANCE_COLUMNS, [
+                [i.host, i.instance_id or "-", i.state, _clock(i.since), i.reason]
+                for i in r.instances
+            ])),
+            "",
+        ]
+    return lines[:-1]
+
+
+@click.command("requests")
+@click.option("-a", "every", is_flag=True, help="Ended requests too.")
+@click.option("-l", "long", is_flag=True, help="Each request's instances.")
+@click.option("--provider", default=None, help="One provider's requests.")
+@JSON_OPTION
+@with_client
+def requests(client: Client, every: bool, long: bool, provider: str | None,
+             as_json: bool) -> None:
+    """Show provisioning requests (open ones; -a: all the controller keeps) with their
+    state and why: requested, in flight, fulfilled, partially fulfilled, failed,
+    returning, returned; -l adds each instance's (requested, running, joined, draining,
+    releasing, released, lost)."""
+    answer = client.requests(every, provider)
+    if as_json:
+        _echo_json(answer)
+    else:
+        _echo_lines(requests_lines(answer, long))
