@@ -11,6 +11,9 @@ from pathlib import Path
 
 from live import FAST, LiveCluster, live_cluster, pid_alive, skip_unless_linux, wait_for
 
+from xce.config import load_config_text
+from xce.provisioner.providers.local import LocalProvider, local_config
+
 pytestmark = skip_unless_linux
 
 CONFIG = """\
@@ -203,3 +206,44 @@ def test_hosts_that_never_join_back_off_to_the_next_template(tmp_path: Path) -> 
         log = cluster.log_tail("provisioner", 100_000)
         assert "SetAllowance far -> 0 (provider failure: back-off 60 s" in log, log[-3000:]
         wait_for(lambda: not agent_pids(work), 40, "every local agent to end")
+
+
+def test_token_steps_are_reconciled_with_what_the_provider_lends(tmp_path: Path) -> None:
+    """Tokens left half-way by a dead owner are settled by the next one from what the
+    provider says it lends: asked for and lent but never granted -> granted; lent with no
+    step recording it -> given back; counted but no longer lent -> returned."""
+    # idle_time 600: the policy does not return the tokens as idle meanwhile
+    config = CONFIG.replace("max_borrow: 2, idle_time: 2", "max_borrow: 4, idle_time: 600")
+    assert config != CONFIG
+    with live_cluster(tmp_path, config, agents=("n1",)) as cluster:
+        cluster.add_token("provisioner", "prov")
+        cluster.start_controller(extra=FAST)
+        work = tmp_path / "provider"
+        cluster.config_path.write_text(config)
+        local = LocalProvider(local_config(load_config_text(config), cluster.url, work,
+                                           {"vcs": 4}))
+        # The dead owner asked for 2 tokens, the provider lent them, nobody granted them.
+        cluster.ok("POST", "/resources/vcs/borrow", {"amount": 2})
+        assert local.borrow("vcs", 2) == 2
+        cluster._spawn("provisioner", [
+            "provisioner", "run", "--controller", cluster.url, "--token-file",
+            str(cluster.tokens["prov"]), "--config", str(cluster.config_path),
+            "--work", str(work), "--pool", "vcs=4", "--name", "prov-b", "--interval", "0.3",
+        ])
+
+        def vcs() -> tuple[float, float, float]:
+            [pool] = cluster.ok("GET", "/resources")["resources"]
+            return pool["borrowed"], pool["in_flight"], local.lent().get("vcs", 0.0)
+
+        wait_for(lambda: vcs() == (2, 0, 2), 15, "the lent tokens to be granted")
+        assert "Reconcile vcs (tokens asked for, never answered): granted 2, refused 0" in \
+            cluster.log_tail("provisioner", 100_000)
+        # Lent behind the controller's back: given back to the provider.
+        assert local.borrow("vcs", 1) == 1
+        wait_for(lambda: local.lent().get("vcs", 0.0) == 2, 15, "the extra token back")
+        # No longer lent (expired at the provider): returned at the controller.
+        local.give_back("vcs", 2)
+        wait_for(lambda: vcs()[0] == 0, 15, "the unbacked tokens returned")
+        log = cluster.log_tail("provisioner", 100_000)
+        assert "Reconcile vcs (tokens lent that no step records): gave back 1" in log
+        assert "Reconcile vcs (tokens no longer lent by the provider): returned 2" in log

@@ -44,6 +44,7 @@ from xce.provisioner.provider import HostGrant, Instance, Provider, ProviderErro
 from xce.provisioner.round import policy_input
 
 log = logging.getLogger("xce.provisioner")
+EPSILON = 1e-9
 
 
 class ControllerRefused(Exception):
@@ -167,6 +168,7 @@ class Provisioner:
                 continue
             joined += came
             self._failures += failed
+            await self._reconcile_tokens(provider)
         if not leased:
             return []
         templates = {t.name for t in self.config.catalog.templates if t.provider in leased}
@@ -313,6 +315,46 @@ class Provisioner:
                 await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
                 self._note("Release", host, record["reason"], "released")
         return joined, failed
+
+    async def _reconcile_tokens(self, provider: str) -> None:
+        """Match the controller's token steps of the pools `provider` lends with what it
+        says it lends (at the start of a round no borrow or return of ours is under
+        way): tokens asked for and never answered (the owner died mid-borrow) are
+        granted as far as the provider lent them, refused otherwise; tokens the provider
+        lends beyond what the controller counts are given back to it; tokens the
+        controller counts that the provider no longer lends (they expired there) are
+        returned at the controller."""
+        source = self.providers[provider]
+        lent = await asyncio.to_thread(source.lent)
+        pools = (await self._call("GET", "/resources"))["resources"]
+        for pool in pools:
+            key = pool["pool"]
+            if pool.get("max_borrow") is None or self._pool_provider(key) != provider:
+                continue
+            have = lent.get(key, 0.0)
+            held = pool["borrowed"] - pool["returning"]  # what should be lent now
+            path = f"/resources/{quote(key, safe='')}"
+            if pool["in_flight"] > EPSILON:
+                granted = min(pool["in_flight"], max(0.0, have - held))
+                if granted > EPSILON:
+                    await self._call("POST", f"{path}/grant", {"amount": granted},
+                                     provider=provider)
+                if pool["in_flight"] - granted > EPSILON:
+                    await self._call("POST", f"{path}/refuse",
+                                     {"amount": pool["in_flight"] - granted},
+                                     provider=provider)
+                held += granted
+                self._note("Reconcile", key, "tokens asked for, never answered",
+                           f"granted {granted:g}, refused {pool['in_flight'] - granted:g}")
+            if have - held > EPSILON:
+                await asyncio.to_thread(source.give_back, key, have - held)
+                self._note("Reconcile", key, "tokens lent that no step records",
+                           f"gave back {have - held:g}")
+            elif held - have > EPSILON:
+                await self._call("POST", f"{path}/return", {"amount": held - have},
+                                 provider=provider)
+                self._note("Reconcile", key, "tokens no longer lent by the provider",
+                           f"returned {held - have:g}")
 
     async def _adopt(self, provider: str, request: dict[str, Any],
                      live: Mapping[str, Instance]) -> None:

@@ -110,3 +110,7 @@ class Provider(Protocol):
     def give_back(self, pool: str, amount: float) -> None:
         """Return `amount` borrowed tokens of `pool`."""
         ...
+
+    def lent(self) -> dict[str, float]:
+        """Tokens of each pool it lends to this cluster now (for reconciliation)."""
+        ...

@@ -277,6 +277,10 @@ class Ec2Provider:
         raise ProviderError("request", f"pool {pool}: provider {self.config.provider} "
                             "(ec2) lends no tokens")
 
+    def lent(self) -> dict[str, float]:
+        """It lends no tokens."""
+        return {}
+
     def give_back(self, pool: str, amount: float) -> None:
         raise ProviderError("request", f"pool {pool}: provider {self.config.provider} "
                             "(ec2) lends no tokens")

@@ -273,6 +273,15 @@ class LicenseProvider:
                  feature)
         return min(lease.amount, amount)
 
+    def lent(self) -> dict[str, float]:
+        """Tokens of each configured pool this holder has leases on at the pool."""
+        held: dict[str, float] = {}
+        for lease in self.leases():
+            for pool, feature in self.config.pools.items():
+                if feature == lease.feature:
+                    held[pool] = held.get(pool, 0.0) + lease.amount
+        return held
+
     def give_back(self, pool: str, amount: float) -> None:
         """Return `amount` tokens of the pool's feature: whole leases where they fit
         (one of just that amount first, else the newest), one lease in part at most.

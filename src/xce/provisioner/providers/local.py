@@ -223,6 +223,10 @@ class LocalProvider:
                 self.files.save_lent(lent)
         return granted
 
+    def lent(self) -> dict[str, float]:
+        with self.files.locked():
+            return {pool: amount for pool, amount in self.files.lent().items() if amount > 0}
+
     def give_back(self, pool: str, amount: float) -> None:
         self._pool_size(pool, amount)
         with self.files.locked():

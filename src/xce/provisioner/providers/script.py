@@ -569,6 +569,10 @@ class ScriptProvider:
     def borrow(self, pool: str, amount: float) -> float:
         raise ProviderError("request", f"provider {self.name} lends no tokens (pool {pool})")
 
+    def lent(self) -> dict[str, float]:
+        """It lends no tokens."""
+        return {}
+
     def give_back(self, pool: str, amount: float) -> None:
         raise ProviderError("request", f"provider {self.name} lends no tokens (pool {pool})")
 
