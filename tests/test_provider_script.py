@@ -525,7 +525,8 @@ def test_live_provisioner_drives_plugin_hosts_through_failure_slowness_and_recla
         (site.conf / "reclaim").write_text(machine["name"] + "\n")
         wait_for(lambda: slow not in cluster.hosts(), 15, "the reclaimed host lost, removed")
         wait_for(lambda: not pid_alive(machine["pid"]), 5, "the provider to take it")
-        assert f"{slow} (its instance is gone): lost, removed" in log()
+        wait_for(lambda: f"{slow} (its instance is gone): lost, removed" in log(), 5,
+                 "the reconciliation's note")
         [record] = [i for r in cluster.ok("GET", "/requests?all=1")["requests"]
                     for i in r["instances"] if i["host"] == slow]
         assert (record["state"], record["reason"]) == ("lost", "reclaimed by the provider")

@@ -36,6 +36,8 @@ from xce.model.events import (
     HostExpected,
     HostRemoved,
     HostStateChanged,
+    InstanceChanged,
+    InstanceRecorded,
     JobFinished,
     JobHeld,
     JobKilled,
@@ -45,6 +47,8 @@ from xce.model.events import (
     LeaseGranted,
     LeaseReleased,
     PoolHistoryRestored,
+    RequestChanged,
+    RequestRecorded,
     SharedTotalChanged,
     SupplyChanged,
     TokensChanged,
@@ -95,6 +99,14 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
         TokensChanged(pool="hspice/cloud", step="granted", amount=2.0, time=13.0),
         LeaseGranted(provider="aws", holder="prov-a", token=3, expires=74.0, time=14.0),
         LeaseReleased(provider="aws", holder="prov-a", token=3, time=15.0),
+        RequestRecorded(request="r1", provider="aws", template="aws.c5", count=2,
+                        holder="prov-a", time=16.0),
+        InstanceRecorded(host="aws.c5-1", request="r1", provider="aws", template="aws.c5",
+                         time=16.0),
+        InstanceChanged(host="aws.c5-1", state="running", reason="started by the provider",
+                        time=17.0, instance_id="i-0abc"),
+        RequestChanged(request="r1", state="in flight", reason="accepted by the provider",
+                       time=17.0),
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import msgspec
@@ -17,6 +18,9 @@ from xce.sim.replay import replay as replay_recording
 from xce.sim.sizing import sized_cluster
 from xce.sim.workload import Workload, WorkloadError, load_workload, transform
 from xce.tuning import settle_heap
+
+if TYPE_CHECKING:
+    from xce.sim.provider_kinds import ProviderKinds
 
 
 @click.group()
@@ -44,6 +48,36 @@ def _cluster(cluster: str | None, workload: Workload, elastic: float | None) -> 
         raise click.ClickException(str(err)) from err
 
 
+def _provider_kinds(cluster: str | None, config: ClusterConfig,
+                    providers: str | None) -> ProviderKinds | None:
+    """The models of the real providers of `--providers` (read offline), if given."""
+    if providers is None:
+        return None
+    if cluster is None:
+        raise click.UsageError("--providers needs a CLUSTER file: its templates and "
+                               "countables name the providers")
+    from xce.sim.provider_kinds import load_provider_kinds
+
+    try:
+        return load_provider_kinds(cluster, config, providers)
+    except ConfigError as err:
+        raise click.ClickException(str(err)) from err
+
+
+def _simulator(config: ClusterConfig, workload: Workload, kinds: ProviderKinds | None,
+               seed: int | None, recorder: Recorder | None = None) -> Simulator:
+    if kinds is None:
+        return Simulator(config, workload, seed=seed, recorder=recorder)
+    return Simulator(kinds.cluster, workload, seed=seed, recorder=recorder,
+                     host_providers=kinds.host_providers())
+
+
+providers_option = click.option(
+    "--providers", "providers_path", type=click.Path(exists=True, dir_okay=False),
+    help="A providers file (hostProviders.json shape): simulate its providers as their "
+         "settings describe them (read offline; see docs/simulator.md).")
+
+
 def workload_options(f: click.decorators.FC) -> click.decorators.FC:
     for option in reversed([
         click.option("--workload", "workload_path", required=True,
@@ -66,17 +100,20 @@ def workload_options(f: click.decorators.FC) -> click.decorators.FC:
 @sim.command()
 @click.argument("cluster", required=False, type=click.Path(exists=True, dir_okay=False))
 @workload_options
+@providers_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--record", type=click.Path(dir_okay=False), help="Write a recording.")
 @click.option("--report", type=click.Path(file_okay=False), help="Write a report directory.")
 def run(cluster: str | None, workload_path: str, start: float | None, end: float | None,
         first: int | None, load: float, elastic: float | None, seed: int | None,
-        as_json: bool, record: str | None, report: str | None) -> None:
+        providers_path: str | None, as_json: bool, record: str | None,
+        report: str | None) -> None:
     """Simulate WORKLOAD on CLUSTER (default: a cluster sized from the trace)."""
     workload = _workload(workload_path, start, end, first, load)
     config = _cluster(cluster, workload, elastic)
+    kinds = _provider_kinds(cluster, config, providers_path)
     recorder = Recorder(record) if record else None
-    simulator = Simulator(config, workload, seed=seed, recorder=recorder)
+    simulator = _simulator(config, workload, kinds, seed, recorder)
     settle_heap()
     total = workload.jobs[-1].submit if workload.jobs else 0.0
     shown = [time.monotonic()]
@@ -95,14 +132,17 @@ def run(cluster: str | None, workload_path: str, start: float | None, end: float
     if recorder is not None:
         recorder.close()
     summary = simulator.summary()
+    rows = kinds.rows() if kinds is not None else {}
     if report:
         from xce.sim.report import write_report
 
-        write_report(Path(report), simulator, summary)
+        write_report(Path(report), simulator, {**summary, **rows})
     if as_json:
+        if kinds is not None:
+            summary["provider_models"] = kinds.shown()
         click.echo(msgspec.json.encode(summary).decode())
     else:
-        _show_summary(summary)
+        _show_summary({**summary, **rows})
 
 
 def _show_summary(summary: dict[str, object]) -> None:
@@ -142,15 +182,18 @@ def replay(recording: str) -> None:
 @sim.command()
 @click.argument("cluster", required=False, type=click.Path(exists=True, dir_okay=False))
 @workload_options
+@providers_option
 def repl(cluster: str | None, workload_path: str, start: float | None, end: float | None,
-         first: int | None, load: float, elastic: float | None, seed: int | None) -> None:
+         first: int | None, load: float, elastic: float | None, seed: int | None,
+         providers_path: str | None) -> None:
     """Explore a simulation of WORKLOAD on CLUSTER at a prompt (commands from stdin
     when it is not a terminal; see docs/simulator.md)."""
     from xce.sim.repl import run_repl
 
     workload = _workload(workload_path, start, end, first, load)
     config = _cluster(cluster, workload, elastic)
-    status = run_repl(Simulator(config, workload, seed=seed))
+    kinds = _provider_kinds(cluster, config, providers_path)
+    status = run_repl(_simulator(config, workload, kinds, seed))
     if status:
         sys.exit(status)
 

@@ -446,7 +446,7 @@ class Controller:
         try:
             fact = self.leases.grant(provider, who.name, ttl, self.clock())
         except LeaseRefused as err:
-            raise ApiProblem(err.status, err.message) from err
+            self.refuse(who, err.status, err.message)
         await self.commit(self.clock(), [fact])
         return self.leases.leases[provider]
 
@@ -454,7 +454,7 @@ class Controller:
         try:
             fact = self.leases.release(provider, who.name, token, self.clock())
         except LeaseRefused as err:
-            raise ApiProblem(err.status, err.message) from err
+            self.refuse(who, err.status, err.message)
         await self.commit(self.clock(), [fact])
 
     def _transition(self, name: str, target: str, reason: str = "") -> HostStateChanged:
@@ -544,7 +544,7 @@ class Controller:
         if who.role not in ("admin", "provisioner"):
             raise ApiProblem(403, f"role {who.role} may not add expected hosts")
         if provider and provider != found.provider:
-            raise ApiProblem(403, f"template {template} belongs to provider {found.provider}, "
+            self.refuse(who, 403, f"template {template} belongs to provider {found.provider}, "
                                   f"not {provider}")
         self.fenced(who, found.provider)
         now = self.clock()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import random
 import time as wallclock
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -66,6 +66,7 @@ class Simulator:
         recorder: Recorder | None = None,
         policy: PolicyConfig | None = None,
         timer: Callable[[], float] | None = None,
+        host_providers: Mapping[str, HostProvider] | None = None,
     ) -> None:
         self.config = config
         self.policy = policy or config.policy
@@ -85,6 +86,12 @@ class Simulator:
             )
             for t in config.catalog.templates
         }
+        # template -> its simulated provider: its provider's, unless `host_providers`
+        # gives it one of its own (xce.sim.provider_kinds: real providers' models)
+        self.template_providers: dict[str, HostProvider] = {
+            t.name: self.providers[t.provider] for t in config.catalog.templates
+        }
+        self.template_providers.update(host_providers or {})
         self.pools: dict[str, TokenPool] = {}
         for countable in config.catalog.countables:
             key = self._token_key(countable.resource, countable.pool)
@@ -279,7 +286,7 @@ class Simulator:
                 self._dirty()
 
     def _request_hosts(self, name: str, count: int) -> None:
-        provider = self.providers[self.templates[name].provider]
+        provider = self.template_providers[name]
         metrics = self.metrics
         metrics.hosts_requested[name] = metrics.hosts_requested.get(name, 0) + count
         for _ in range(count):
@@ -313,14 +320,16 @@ class Simulator:
         self._capacity_changes.append((self.now, float(template.slots)))
         self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + 1
         self.joined.append(name)
-        after = self.providers[template.provider].reclaim_after(self.rng)
+        after = self.template_providers[name].reclaim_after(self.rng)
         if after is not None:
-            self.loop.at(self.now + after, partial(self._reclaimed, host))
+            # A timer, not work: a reclaim due after the host was given back must not
+            # keep the run going (nor stretch its sim_seconds).
+            self.loop.at(self.now + after, partial(self._reclaimed, host), TIMER)
         self._dirty()
 
     def _host_fails(self, name: str) -> None:
         self.in_flight[name] -= 1
-        self.providers[self.templates[name].provider].released()
+        self.template_providers[name].released()
         self.metrics.hosts_failed[name] = self.metrics.hosts_failed.get(name, 0) + 1
         self.failures.append(name)
         self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
@@ -350,7 +359,7 @@ class Simulator:
         counter[template] = counter.get(template, 0) + 1
         if host not in self.used_hosts:
             self.metrics.hosts_never_used += 1
-        self.providers[self.templates[template].provider].released()
+        self.template_providers[template].released()
         self._freed()
 
     def _request_tokens(self, key: str, amount: float) -> None:
