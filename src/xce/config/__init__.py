@@ -7,7 +7,7 @@ Every problem is a ConfigError naming file, line and field, e.g.
 from xce.config.errors import ConfigError
 from xce.config.hostnames import expand_hostnames
 from xce.config.loader import build_config, load_config, load_config_text
-from xce.config.marked_yaml import MarkedMap, MarkedSeq, load_yaml
+from xce.config.marked_yaml import MarkedMap, MarkedSeq, load_yaml, load_yaml_file, read_text
 
 __all__ = [
     "ConfigError",
@@ -18,4 +18,6 @@ __all__ = [
     "load_config",
     "load_config_text",
     "load_yaml",
+    "load_yaml_file",
+    "read_text",
 ]

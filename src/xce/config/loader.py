@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 
 from xce.config.catalog import read_catalog
-from xce.config.errors import ConfigError
 from xce.config.fields import MapReader, Place, line_of
 from xce.config.hosts import read_hosts
 from xce.config.limits import read_limits
-from xce.config.marked_yaml import load_yaml
+from xce.config.marked_yaml import load_yaml, read_text
 from xce.config.policy import read_policy, read_simulation
 from xce.config.queues import read_queues
 from xce.config.resources import read_resources
@@ -92,11 +91,4 @@ def load_config(path: str | os.PathLike[str]) -> ClusterConfig:
     An unreadable file (missing, a directory, not UTF-8) raises
     ConfigError(path, 0, "", "cannot read: ...").
     """
-    filename = os.fspath(path)
-    try:
-        with open(filename, encoding="utf-8") as stream:
-            text = stream.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(filename, 0, "", f"cannot read: {reason}") from None
-    return load_config_text(text, filename)
+    return load_config_text(read_text(path), os.fspath(path))

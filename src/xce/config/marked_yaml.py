@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -92,6 +93,24 @@ def load_yaml(text: str, filename: str) -> object:
         raise ConfigError(
             filename, 1, "", "invalid YAML: nested too deeply (or a recursive merge)"
         ) from None
+
+
+def read_text(path: str | os.PathLike[str], hint: str = "") -> str:
+    """A configuration file's text; an unreadable one (missing, a directory, not UTF-8)
+    is a ConfigError `file:0: : cannot read: <why>` (`hint` added in parentheses)."""
+    filename = os.fspath(path)
+    try:
+        with open(filename, encoding="utf-8") as stream:
+            return stream.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(filename, 0, "", f"cannot read: {reason}"
+                          + (f" ({hint})" if hint else "")) from None
+
+
+def load_yaml_file(path: str | os.PathLike[str], hint: str = "") -> object:
+    """A YAML (or JSON) file's marked tree (see `read_text` for an unreadable file)."""
+    return load_yaml(read_text(path, hint), os.fspath(path))
 
 
 def _load(text: str, filename: str) -> object:

@@ -10,6 +10,7 @@ pools. Every refusal is a `ProviderError` whose `kind` tells the caller how to r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
@@ -67,6 +68,21 @@ class Instance(msgspec.Struct, frozen=True):
     host: str  # the expected host it joins as
     state: InstanceState
     started: float  # epoch seconds
+
+
+# Host names become directory names and tags: no separators, no leading dot.
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def grant_names(hosts: Sequence[HostGrant]) -> list[str]:
+    """The names of the hosts a request is for, checked: plain names, each once."""
+    names = [grant.name for grant in hosts]
+    for name in names:
+        if not HOST_NAME.fullmatch(name):
+            raise ProviderError("request", f"host name {name!r} is not a plain name")
+    if len(set(names)) != len(names):
+        raise ProviderError("request", f"a host is named twice in {', '.join(names)}")
+    return names
 
 
 class ProviderError(Exception):

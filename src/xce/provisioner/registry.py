@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import msgspec
 
-from xce.config import ConfigError, MarkedMap, MarkedSeq, load_yaml
+from xce.config import ConfigError, MarkedMap, MarkedSeq, load_yaml_file
 from xce.model.cluster import ClusterConfig
 from xce.provisioner.provider import Provider
 
@@ -67,11 +67,7 @@ FIELDS = {"name": "name", "type": "type", "confPath": "conf_path", "scriptPath":
 def load_providers(path: str | Path) -> list[ProviderSpec]:
     """The providers of a providers file, or ConfigError."""
     filename = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ConfigError(filename, 0, "", f"cannot read: {err.strerror}") from err
-    root = load_yaml(text, filename)
+    root = load_yaml_file(path)
     if not isinstance(root, MarkedMap) or "providers" not in root:
         raise ConfigError(filename, 1, "providers", "expected a mapping with a 'providers' list")
     entries = root["providers"]
@@ -118,11 +114,7 @@ def load_settings(path: Path, kind: type[S]) -> S:
     """A provider's settings file (YAML or JSON) as `kind`, or ConfigError naming the
     file, the line and the field."""
     filename = str(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(filename, 0, "", f"cannot read: {err.strerror}") from err
-    root = load_yaml(text, filename)
+    root = load_yaml_file(path)
     try:
         return msgspec.convert(root, kind, strict=False)
     except msgspec.ValidationError as err:

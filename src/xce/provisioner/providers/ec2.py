@@ -17,7 +17,6 @@ refusals are `request`.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -37,6 +36,7 @@ from xce.provisioner.provider import (
     InstanceState,
     ProviderError,
     TemplateOffer,
+    grant_names,
 )
 from xce.provisioner.providers.ec2_config import (
     USER_DATA_LIMIT,
@@ -68,7 +68,6 @@ UNAVAILABLE_CODES = frozenset({
 LIVE_STATES = frozenset({"pending", "running"})
 # Instances that still hold (or may again hold) capacity: they count toward a max.
 HOLDING_STATES = frozenset({"pending", "running", "stopping", "stopped"})
-HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 CLIENT_TOKEN_MAX = 64
 
 
@@ -120,12 +119,7 @@ class Ec2Provider:
         launch fails, the instances this call started are terminated before the error
         is raised."""
         shape = self._template(template)
-        names = [grant.name for grant in hosts]
-        for name in names:
-            if not HOST_NAME.fullmatch(name):
-                raise ProviderError("request", f"host name {name!r} is not a plain name")
-        if len(set(names)) != len(names):
-            raise ProviderError("request", f"a host is named twice in {', '.join(names)}")
+        names = grant_names(hosts)
         inventory = [raw for raw in self._describe() if _mine(raw, self.config)]
         have = _existing(inventory, set(names), request_id)
         new = [grant for grant in hosts if grant.name not in have]

@@ -25,7 +25,7 @@ from typing import Literal
 
 import msgspec
 
-from xce.config import ConfigError, MarkedMap, load_yaml
+from xce.config import ConfigError, MarkedMap, load_yaml_file
 from xce.config.fields import MapReader, Place, as_list, as_text
 from xce.model.cluster import ClusterConfig, HostTemplate, ResourceValue
 
@@ -147,11 +147,7 @@ def load_ec2_config(path: str | Path, cluster: ClusterConfig, provider: str,
                     controller: str) -> Ec2Config:
     """The configuration in `path` for provider `provider` of `cluster`, or ConfigError."""
     filename = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ConfigError(filename, 0, "", f"cannot read: {err.strerror}") from err
-    root = load_yaml(text, filename)
+    root = load_yaml_file(path)
     if root is None:
         root = MarkedMap(1)
     top = MapReader(root, Place(filename, 1, ""), _TOP_KEYS)

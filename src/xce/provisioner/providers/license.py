@@ -38,7 +38,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import msgspec
 
-from xce.config import ConfigError, MarkedMap, load_yaml
+from xce.config import ConfigError, MarkedMap, load_yaml_file
 from xce.license.pool import FEATURE_NAME
 from xce.license.wire import FeatureList, Lease, LeaseList, Returned
 from xce.model.cluster import ClusterConfig
@@ -106,13 +106,8 @@ def load_license_config(conf_dir: Path, cluster: ClusterConfig,
     path = next((conf_dir / name for name in CONF_FILES if (conf_dir / name).exists()),
                 conf_dir / CONF_FILES[0])
     filename = str(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(filename, 0, "", f"cannot read: {err.strerror} (the license "
-                          f"provider reads {' or '.join(CONF_FILES)} in its confPath)"
-                          ) from err
-    root = load_yaml(text, filename)
+    root = load_yaml_file(path, f"the license provider reads {' or '.join(CONF_FILES)} "
+                                "in its confPath")
     if not isinstance(root, MarkedMap):
         raise ConfigError(filename, 1, "", "expected a mapping with url and pools")
     for key in root:

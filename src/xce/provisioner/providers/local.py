@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,14 +22,13 @@ from xce.provisioner.provider import (
     PoolOffer,
     ProviderError,
     TemplateOffer,
+    grant_names,
 )
 from xce.provisioner.providers.local_files import InstanceRecord, LocalFiles
 from xce.provisioner.providers.processes import Process, find, spawn, stop_groups
 from xce.provisioner.registry import ProviderContext, ProviderSpec, load_settings
 
 PROVIDER = "local"
-# Host names become directory names: no separators, no leading dot.
-HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # The provisioner's own credentials are no business of the agents it starts.
 PRIVATE_ENV = ("XCE_TOKEN", "XCE_TOKEN_FILE")
 EPSILON = 1e-9
@@ -116,12 +114,7 @@ class LocalProvider:
         retried request starts nothing twice. Refused as a whole (capacity) when the
         template's `max` running instances would be exceeded."""
         shape = self._template(template)
-        names = [grant.name for grant in hosts]
-        for name in names:
-            if not HOST_NAME.fullmatch(name):
-                raise ProviderError("request", f"host name {name!r} is not a plain name")
-        if len(set(names)) != len(names):
-            raise ProviderError("request", f"a host is named twice in {', '.join(names)}")
+        names = grant_names(hosts)
         with self.files.locked():
             records = self.files.records()
             new = [grant for grant in hosts if _instance_id(grant.name) not in records]

@@ -43,8 +43,9 @@ from xce.provisioner.provider import (
     Instance,
     ProviderError,
     TemplateOffer,
+    grant_names,
 )
-from xce.provisioner.providers.local import HOST_NAME, PRIVATE_ENV
+from xce.provisioner.providers.local import PRIVATE_ENV
 from xce.provisioner.providers.script_config import (
     ScriptConf,
     find_scripts,
@@ -295,12 +296,7 @@ class ScriptProvider:
         request asks for nothing twice); the instances, `running` while the plugin
         makes their machines."""
         template_id = self._template_id(template)
-        names = [grant.name for grant in hosts]
-        for name in names:
-            if not HOST_NAME.fullmatch(name):
-                raise ProviderError("request", f"host name {name!r} is not a plain name")
-        if len(set(names)) != len(names):
-            raise ProviderError("request", f"a host is named twice in {', '.join(names)}")
+        names = grant_names(hosts)
         with self.files.locked():
             state = self.files.load()
             new = [grant for grant in hosts if self._id(grant.name) not in state.instances]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import msgspec
 
-from xce.config import ConfigError, MarkedMap, load_yaml
+from xce.config import ConfigError, MarkedMap, load_yaml_file
 from xce.config.fields import MapReader, Place, as_text
 
 CONF_NAMES = ("scriptconf.yaml", "scriptconf.yml", "scriptconf.json")
@@ -108,11 +108,7 @@ def load_script_conf(conf_path: str, spec_file: str, spec_line: int, provider: s
 def read_script_conf(path: Path, served: Sequence[str] = ()) -> ScriptConf:
     """The settings in one scriptconf file, or ConfigError."""
     filename = str(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(filename, 0, "", f"cannot read: {err.strerror}") from err
-    root = load_yaml(text, filename)
+    root = load_yaml_file(path)
     if root is None:
         root = MarkedMap(1)
     top = MapReader(root, Place(filename, 1, ""), _KEYS)
