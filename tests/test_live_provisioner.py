@@ -236,14 +236,15 @@ def test_token_steps_are_reconciled_with_what_the_provider_lends(tmp_path: Path)
             return pool["borrowed"], pool["in_flight"], local.lent().get("vcs", 0.0)
 
         wait_for(lambda: vcs() == (2, 0, 2), 15, "the lent tokens to be granted")
-        assert "Reconcile vcs (tokens asked for, never answered): granted 2, refused 0" in \
-            cluster.log_tail("provisioner", 100_000)
+        wait_for(lambda: "Reconcile vcs (tokens asked for, never answered): granted 2, "
+                 "refused 0" in cluster.log_tail("provisioner", 100_000), 5, "the note")
         # Lent behind the controller's back: given back to the provider.
         assert local.borrow("vcs", 1) == 1
         wait_for(lambda: local.lent().get("vcs", 0.0) == 2, 15, "the extra token back")
         # No longer lent (expired at the provider): returned at the controller.
         local.give_back("vcs", 2)
         wait_for(lambda: vcs()[0] == 0, 15, "the unbacked tokens returned")
+        wait_for(lambda: "Reconcile vcs (tokens no longer lent by the provider): returned 2"
+                 in cluster.log_tail("provisioner", 100_000), 5, "the reconciliation's note")
         log = cluster.log_tail("provisioner", 100_000)
         assert "Reconcile vcs (tokens lent that no step records): gave back 1" in log
-        assert "Reconcile vcs (tokens no longer lent by the provider): returned 2" in log
