@@ -62,3 +62,53 @@ def test_facts_during_a_snapshot_survive_recovery(tmp_path: Path,
         again.store.close()
 
     asyncio.run(test())
+
+
+CLOUD = CONFIG + """\
+catalog:
+  templates:
+    - {name: c5, provider: aws, slots: 2, max: 4}
+"""
+
+
+def test_provisioning_records_survive_a_snapshot_and_recovery(tmp_path: Path) -> None:
+    """Requests and instances come back from a snapshot plus the facts after it, with
+    their states and reasons; a request that ended long ago is dropped from the
+    snapshot (clean period) and from memory."""
+
+    async def test() -> None:
+        config = load_config_text(CLOUD)
+        ctl = Controller(config, SqliteStore(tmp_path / "xce.db"))
+        await ctl.start()
+        made = await ctl.request_hosts(ADMIN, "c5", "", "r1", 2, 600)
+        await ctl.accept_request(ADMIN, "r1", {e.name: f"i-{e.name}" for e, _ in made})
+        await ctl.request_hosts(ADMIN, "c5", "", "r0", 1, 600)
+        await ctl.refuse_request(ADMIN, "r0", "capacity: none left")
+        await ctl.snapshot()
+        await ctl.remove(ADMIN, made[1][0].name)  # cancelled after the snapshot
+        before = {rid: (r.state, r.reason, [(ctl.records.instances[h].state,
+                                             ctl.records.instances[h].reason,
+                                             ctl.records.instances[h].instance_id)
+                                            for h in r.hosts])
+                  for rid, r in ctl.records.requests.items()}
+        assert before["r0"][0:2] == ("failed", "capacity: none left")
+        assert before["r1"][2][1] == ("released", "cancelled before it joined", "i-c5-2")
+        await ctl.close()
+        ctl.store.close()
+
+        again = Controller(config, SqliteStore(tmp_path / "xce.db"))
+        await again.start()
+        after = {rid: (r.state, r.reason, [(again.records.instances[h].state,
+                                            again.records.instances[h].reason,
+                                            again.records.instances[h].instance_id)
+                                           for h in r.hosts])
+                 for rid, r in again.records.requests.items()}
+        assert after == before
+        again.settings = core.Settings(clean_period=0.0)
+        await asyncio.sleep(0.01)
+        await again.snapshot()  # r0 ended: forgotten; r1 is still in flight
+        assert sorted(again.records.requests) == ["r1"]
+        await again.close()
+        again.store.close()
+
+    asyncio.run(test())
