@@ -358,6 +358,8 @@ def test_the_provider_takes_machines_back(site: Site) -> None:
 
     (site.conf / "reclaim").write_text("rc.small-1\nrc.small-2 2\n")
     assert states(rc) == [("rc.small-1", "gone"), ("rc.small-2", "running")]
+    notice = rc.instances()[1].reclaim_at
+    assert notice is not None and notice > time.time()  # the daemon closes the host
     wait_for(lambda: not pid_alive(pids[0]), 5, "the provider to take rc.small-1")
     second = site.state().instances[made[1].id]
     assert second.reclaim_at > time.time() and pid_alive(pids[1])
@@ -520,9 +522,13 @@ def test_live_provisioner_drives_plugin_hosts_through_failure_slowness_and_recla
         assert made[:2] == [("rc.flaky", 2), ("rc.slow", 1)], made
         assert site.machine(slow)["name"].startswith("vm-"), "mapped to its host in order"
 
-        # The provider takes the slow machine back: its host is lost, its job requeued.
+        # The provider takes the slow machine back with 3 s of notice: its host is closed
+        # at once (closed_Recl, its job runs on), then lost, its job requeued.
         victim, machine = hosts[slow], site.machine(slow)
-        (site.conf / "reclaim").write_text(machine["name"] + "\n")
+        (site.conf / "reclaim").write_text(machine["name"] + " 3\n")
+        noticed = wait_for(lambda: (h := cluster.hosts().get(slow)) and h["status"]
+                           == "closed_Recl" and h, 10, "the host closed on the notice")
+        assert noticed["jobs"] == [victim] and pid_alive(machine["pid"])
         wait_for(lambda: slow not in cluster.hosts(), 15, "the reclaimed host lost, removed")
         wait_for(lambda: not pid_alive(machine["pid"]), 5, "the provider to take it")
         wait_for(lambda: f"{slow} (its instance is gone): lost, removed" in log(), 5,

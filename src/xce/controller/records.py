@@ -68,7 +68,8 @@ INSTANCE_TRANSITIONS: dict[tuple[str, str], str] = {
 }
 REQUEST_FINAL = ("failed", "returned")
 INSTANCE_FINAL = ("released", "lost")
-DRAIN_REASONS = ("idle", "lifetime")  # host close reasons that start giving a host back
+# host close reasons that start giving a host back (reclaim: its provider announced it)
+DRAIN_REASONS = ("idle", "lifetime", "reclaim")
 
 
 class RecordError(ValueError):

@@ -98,6 +98,7 @@ class Provisioner:
         self.memory = PolicyMemory()
         self.fences: dict[str, int] = {}  # provider -> fencing token of our lease
         self._watch: dict[str, str] = {}  # host -> template: instances on their way
+        self._noticed: set[str] = set()  # hosts closed on a reclaim notice
         self.decisions: deque[Decision] = deque(maxlen=200)
         self._failures: list[str] = []  # templates whose requests failed this round
         self._backed_off: set[str] = set()  # templates the policy backed off
@@ -307,7 +308,17 @@ class Provisioner:
                 self._note("Reconcile", host, "its instance is gone", "lost, removed")
             elif state in ("joined", "draining") and was_running:
                 joined.append(template)
-            elif state == "releasing":
+            notice = live[host].reclaim_at if host in live else None
+            if state == "joined" and notice is not None and host not in self._noticed:
+                # taken back soon, the provider says: no new work (closed_Recl); its
+                # jobs run on until the instance is gone, then are requeued
+                await self._call("POST", f"/hosts/{quote(host)}/close?reason=reclaim",
+                                 provider=provider)
+                self._noticed.add(host)
+                when = wallclock.strftime("%H:%M:%S", wallclock.localtime(notice))
+                self._note("Reconcile", host, f"the provider takes it back at {when}",
+                           "closed")
+            if state == "releasing":
                 if was_running:  # it was on its way: its join deadline passed
                     failed.append(template)
                 if host in live:

@@ -68,6 +68,7 @@ class Instance(msgspec.Struct, frozen=True):
     host: str  # the expected host it joins as
     state: InstanceState
     started: float  # epoch seconds
+    reclaim_at: float | None = None  # the provider announced it takes it back then
 
 
 # Host names become directory names and tags: no separators, no leading dot.

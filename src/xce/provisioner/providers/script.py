@@ -624,7 +624,8 @@ def _instance(record: MachineRecord, cluster: str, now: float) -> Instance:
     alive = record.state in ALIVE and not (record.reclaim_at and now >= record.reclaim_at)
     return Instance(id=record.id, cluster=cluster, template=record.template,
                     request=record.request, host=record.host,
-                    state="running" if alive else "gone", started=record.started)
+                    state="running" if alive else "gone", started=record.started,
+                    reclaim_at=record.reclaim_at or None)
 
 
 def _offer(entry: object, at: At, names: Mapping[str, str], lead_time: float) -> TemplateOffer:
