@@ -112,6 +112,22 @@ def test_demand_to_hosts_and_back(tmp_path: Path) -> None:
         assert f"Request <{first['request']}>, provider <local>, template <loc>" in shown.stdout
         assert "returned since" in shown.stdout and "released by the provider" in shown.stdout
 
+        # The controller's history of supply tells every decision with its reason.
+        told = cluster.xce("history", "-n", "0")
+        assert told.returncode == 0, told.stderr
+        rid = first["request"]
+        for line in (f"request {rid}: ", f"request {rid} in flight: accepted by the provider",
+                     f"request {rid} returned: every host given back",
+                     "lease local: held by prov, fencing token 1",
+                     "draining: idle", "releasing: decommissioned",
+                     "released: released by the provider", "pool vcs: granted 1 token(s)",
+                     "closed: idle", "joined: template loc"):
+            assert line in told.stdout, (line, told.stdout[-3000:])
+        some = cluster.ok("GET", "/history?limit=3")["history"]
+        assert len(some) == 3 and some[0]["seq"] < some[1]["seq"] < some[2]["seq"]
+        bad = cluster.api("GET", "/history?limit=-1")
+        assert bad.status == 400 and "limit" in bad.json["error"], bad
+
 
 def loc_records(cluster: LiveCluster) -> set[str]:
     return {h["name"] for h in cluster.ok("GET", "/hosts")["hosts"]

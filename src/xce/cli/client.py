@@ -28,6 +28,7 @@ from xce.model.api import (
     CatalogRequest,
     Expected,
     ExpectRequest,
+    HistoryList,
     HostInfo,
     HostList,
     JobInfo,
@@ -139,6 +140,13 @@ class Client:
         if provider:
             query["provider"] = provider
         return self._get("/requests", RequestList, query)
+
+    def history(self, limit: int, after: int | None = None) -> HistoryList:
+        """Supply facts of the controller's durable log."""
+        query = {"limit": str(limit)}
+        if after is not None:
+            query["after"] = str(after)
+        return self._get("/history", HistoryList, query)
 
     def catalog(self) -> CatalogInfo:
         return self._get("/catalog", CatalogInfo)

@@ -10,7 +10,7 @@ from xce.cli.client_cmds import CLIENT_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
 from xce.cli.demo_cmd import demo
 from xce.cli.provisioner_cmd import provisioner
-from xce.cli.requests_cmd import requests
+from xce.cli.requests_cmd import history, requests
 from xce.cli.sched_cmd import sched
 from xce.cli.sim_cmd import sim
 from xce.cli.supply_cmds import resources
@@ -34,5 +34,6 @@ for command in CLIENT_COMMANDS:
     main.add_command(command)
 main.add_command(resources)
 main.add_command(requests)
+main.add_command(history)
 main.add_command(sim)
 main.add_command(license_pool)

@@ -9,7 +9,7 @@ import click
 
 from xce.cli.client import Client, with_client
 from xce.cli.client_cmds import JSON_OPTION, _echo_json, _echo_lines, table
-from xce.model.api import RequestList
+from xce.model.api import HistoryList, RequestList
 
 REQUEST_COLUMNS = ("REQUEST", "PROVIDER", "TEMPLATE", "HOSTS", "STATE", "SINCE", "REASON")
 INSTANCE_COLUMNS = ("HOST", "INSTANCE", "STATE", "SINCE", "REASON")
@@ -61,3 +61,28 @@ def requests(client: Client, every: bool, long: bool, provider: str | None,
         _echo_json(answer)
     else:
         _echo_lines(requests_lines(answer, long))
+
+
+def history_lines(answer: HistoryList) -> list[str]:
+    if not answer.history:
+        return ["No supply fact in the log."]
+    return [f"{time.strftime('%b %d %H:%M:%S', time.localtime(e.time))}  {e.seq:>8}  {e.text}"
+            for e in answer.history]
+
+
+@click.command("history")
+@click.option("-n", "limit", type=click.IntRange(0, 10**9), default=50, show_default=True,
+              help="The last N facts (0: all those found).")
+@click.option("--after", type=click.IntRange(0, 2**62), default=None,
+              help="Facts after this sequence number (default: the recent ones).")
+@JSON_OPTION
+@with_client
+def history(client: Client, limit: int, after: int | None, as_json: bool) -> None:
+    """Show the controller's durable history of supply (like badmin hist): hosts
+    expected, joined, closed, decommissioned and removed; provisioning requests and
+    instances; leases; borrowed tokens; the runtime catalog; each with its reason."""
+    answer = client.history(limit, after)
+    if as_json:
+        _echo_json(answer)
+    else:
+        _echo_lines(history_lines(answer))

@@ -7,6 +7,7 @@ error is JSON `{"error": "...", "status": N}`; a refused request changes nothing
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 from aiohttp import web
 
-from xce.controller import supply
+from xce.controller import history, supply
 from xce.controller.auth import Identity, TokenStore
 from xce.controller.core import ApiProblem, Controller
 from xce.controller.journal import JournalFailed
@@ -33,6 +34,8 @@ from xce.model.api import (
     Expected,
     ExpectRequest,
     Heartbeat,
+    HistoryEntry,
+    HistoryList,
     HostInfo,
     HostList,
     HostsRequest,
@@ -375,6 +378,28 @@ async def make_request(request: web.Request) -> web.Response:
     return reply(request_info(ctl, record, hosts), 201)
 
 
+async def get_history(request: web.Request) -> web.Response:
+    """`?after=SEQ&limit=N`: supply facts after SEQ (default: among the last facts),
+    the last N of them (default 100)."""
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    try:
+        limit = int(request.query.get("limit", "100"))
+        after = int(request.query["after"]) if "after" in request.query else None
+    except ValueError as err:
+        raise ApiProblem(400, f"after and limit must be integers: {err}") from err
+    if not 0 <= limit <= 10**9 or (after is not None and not 0 <= after <= 2**62):
+        raise ApiProblem(400, "after must be in 0..2**62 and limit in 0..10**9")
+    assert ctl.journal is not None
+    start = after if after is not None else max(0, ctl.journal.queued_seq - history.SCAN)
+
+    def read() -> list[HistoryEntry]:
+        return history.entries(itertools.islice(ctl.store.read(start), history.SCAN), limit)
+
+    found = await asyncio.get_running_loop().run_in_executor(None, read)
+    return reply(HistoryList(found))
+
+
 async def list_requests(request: web.Request) -> web.Response:
     """`?all=1`: ended requests too; `?provider=P`: one provider's."""
     caller(request, READERS)
@@ -557,6 +582,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/hosts/{host}/reclaimed", reclaimed_host),
     ("POST", "/requests", make_request),
     ("GET", "/requests", list_requests),
+    ("GET", "/history", get_history),
     ("GET", "/requests/{request}", get_request),
     ("POST", "/requests/{request}/accepted", accept_request),
     ("POST", "/requests/{request}/refused", refuse_request),

@@ -60,6 +60,12 @@ _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, An
     ("get", "/requests", "Provisioning requests and their instances", None, api.RequestList,
      200, [], [{"name": "provider", "in": "query", "schema": {"type": "string"}},
                {"name": "all", "in": "query", "schema": {"type": "string"}}]),
+    ("get", "/history", "Supply facts of the durable log, one line each", None,
+     api.HistoryList, 200, [], [
+         {"name": "after", "in": "query",
+          "schema": {"type": "integer", "minimum": 0, "maximum": 2**62}},
+         {"name": "limit", "in": "query",
+          "schema": {"type": "integer", "minimum": 0, "maximum": 10**9}}]),
     ("get", "/requests/{request}", "One provisioning request", None, api.RequestInfo, 200,
      [_REQUEST], []),
     ("post", "/requests/{request}/accepted", "The provider started instances",

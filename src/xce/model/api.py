@@ -195,6 +195,19 @@ class VanishedInstance(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     reason: Annotated[str, msgspec.Meta(max_length=1000)] = ""
 
 
+class HistoryEntry(msgspec.Struct, frozen=True):
+    """A durable fact about supply, told as one line (`GET /history`)."""
+
+    seq: int
+    time: float
+    kind: str  # the fact's type: RequestChanged, HostStateChanged, LeaseGranted, ...
+    text: str
+
+
+class HistoryList(msgspec.Struct, frozen=True):
+    history: list[HistoryEntry]
+
+
 class HostList(msgspec.Struct, frozen=True):
     hosts: list[HostInfo]
 

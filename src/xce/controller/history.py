@@ -1,0 +1,77 @@
+"""The controller's event history of supply (like LSF's `badmin hist`): the durable
+facts about hosts, leases, provisioning requests and instances, borrowed tokens and the
+runtime catalog, each told as one line with its reason (`GET /history`,
+`xce history`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xce.controller.store import Fact
+from xce.model.api import HistoryEntry
+from xce.model.events import (
+    Event,
+    ExpectedHostEnded,
+    HostAdded,
+    HostExpected,
+    HostRemoved,
+    HostStateChanged,
+    InstanceChanged,
+    InstanceRecorded,
+    LeaseGranted,
+    LeaseReleased,
+    RequestChanged,
+    RequestRecorded,
+    SupplyChanged,
+    TokensChanged,
+)
+
+SCAN = 20_000  # facts looked at, at most, for one answer
+
+
+def told(event: Event) -> str | None:
+    """One line for a fact about supply; None for the others (jobs, sessions)."""
+    match event:
+        case RequestRecorded(request=rid, template=template, count=count, provider=provider,
+                             holder=holder):
+            return f"request {rid}: {count} x {template} from {provider}, by {holder}"
+        case RequestChanged(request=rid, state=state, reason=reason):
+            return f"request {rid} {state}: {reason}"
+        case InstanceRecorded(host=host, request=rid):
+            return f"instance {host} requested (request {rid})"
+        case InstanceChanged(host=host, state=state, reason=reason, instance_id=iid):
+            return f"instance {host} {state}: {reason}" + (f" (id {iid})" if iid else "")
+        case HostExpected(name=name, template=template, provider=provider, request=rid):
+            return f"host {name} expected: template {template}, provider {provider}, " \
+                   f"request {rid}"
+        case ExpectedHostEnded(name=name, state=state, reason=reason):
+            return f"expected host {name} {state}: {reason}"
+        case HostAdded(name=name, template=template, slots=slots):
+            return f"host {name} joined: template {template}" if template is not None \
+                else f"host {name} added ({slots} slots)"
+        case HostStateChanged(name=name, state=state, reason=reason):
+            return f"host {name} {state}" + (f": {reason}" if reason else "")
+        case HostRemoved(name=name):
+            return f"host {name} removed"
+        case TokensChanged(pool=pool, step=step, amount=amount):
+            return f"pool {pool}: {step.replace('_', ' ')} {amount:g} token(s)"
+        case LeaseGranted(provider=provider, holder=holder, token=token):
+            return f"lease {provider}: held by {holder}, fencing token {token}"
+        case LeaseReleased(provider=provider, holder=holder, token=token):
+            return f"lease {provider}: released by {holder} (token {token})"
+        case SupplyChanged(allowance=allowance, headroom=headroom) if allowance or headroom:
+            parts = [f"allowance {t} {'lifted' if a < 0 else a}" for t, a in allowance.items()]
+            parts += [f"headroom {p} {'lifted' if h < 0 else f'{h:g}'}"
+                      for p, h in headroom.items()]
+            return "runtime catalog: " + ", ".join(parts)
+    return None
+
+
+def entries(facts: Iterable[Fact], limit: int) -> list[HistoryEntry]:
+    """The last `limit` supply facts among `facts`, oldest first."""
+    found: list[HistoryEntry] = []
+    for fact in facts:
+        text = told(fact.event)
+        if text is not None:
+            found.append(HistoryEntry(fact.seq, fact.time, type(fact.event).__name__, text))
+    return found[-limit:] if limit else found
