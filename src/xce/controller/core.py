@@ -427,9 +427,10 @@ class Controller:
         except LeaseRefused as err:
             self.refuse(who, err.status, err.message)
 
-    def refuse(self, who: Identity, status: int, message: str) -> NoReturn:
+    def refuse(self, who: Identity, status: int, message: str,
+               level: int = logging.WARNING) -> NoReturn:
         """Refuse a request, logged with who and why."""
-        log.warning("refused %s %s: %s", who.role, who.name, message)
+        log.log(level, "refused %s %s: %s", who.role, who.name, message)
         raise ApiProblem(status, message)
 
     def providers(self) -> set[str]:
@@ -445,8 +446,8 @@ class Controller:
                                   "catalog names it")
         try:
             fact = self.leases.grant(provider, who.name, ttl, self.clock())
-        except LeaseRefused as err:
-            self.refuse(who, err.status, err.message)
+        except LeaseRefused as err:  # a standby instance asks every round: not a warning
+            self.refuse(who, err.status, err.message, logging.INFO)
         await self.commit(self.clock(), [fact])
         return self.leases.leases[provider]
 
