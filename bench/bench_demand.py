@@ -112,7 +112,7 @@ def build(provisionable: bool, cap: int, seed: int = 1) -> SchedulerState:
 def lower_bound(state: SchedulerState, result: SessionResult) -> dict[str, tuple[int, int]]:
     """Per template: (hosts demanded, lower bound from slots and each consumable)."""
     specs = {j.id: j for j in state.pending.values()}
-    templates = state.templates_by_name()
+    templates = state.templates
     bounds: dict[str, tuple[int, int]] = {}
     for entry in result.demand.hosts:
         template = templates[entry.template]

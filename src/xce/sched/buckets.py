@@ -45,14 +45,22 @@ class Bucket:
         "_order",
         "_sorted",
         "_start",
+        "eligible",
         "failure",
+        "fits",
         "key",
         "members",
         "n",
         "per_slot",
+        "pieces",
+        "plain",
         "queue",
         "req",
+        "shape",
         "shared",
+        "single",
+        "smallest",
+        "unit",
     )
 
     def __init__(
@@ -69,6 +77,35 @@ class Bucket:
         self.n = key[1]
         self.per_slot = per_slot  # host consumables, per slot (amount > 0)
         self.shared = shared  # shared resources, once per job
+        n, span_hosts, ptile = self.n, req.span_hosts, req.span_ptile
+        # What decides whether a host can take a job of the bucket: slots, per-slot
+        # consumables and span (not the queue, user or select).
+        self.shape: tuple[object, ...] = (n, per_slot, span_hosts, ptile)
+        self.single = n == 1 or span_hosts == 1 or (ptile is not None and ptile >= n)
+        # Slots the job needs on at least one host.
+        self.unit = n if span_hosts == 1 else (min(ptile, n) if ptile is not None else 1)
+        # The pieces its span makes, each on its own host: the whole job for a
+        # single-host job; for span[ptile=N], N-slot pieces and the remainder. A job
+        # without span spreads slot by slot (no pieces).
+        if self.unit == n:
+            self.pieces: tuple[int, ...] = (n,)
+        elif ptile is not None:
+            full, rest = divmod(n, ptile)
+            self.pieces = (ptile,) * full + ((rest,) if rest else ())
+        else:
+            self.pieces = ()
+        self.smallest = min(self.pieces) if self.pieces else 1
+        # Slots alone, spread over any hosts in the default order: no per-slot
+        # consumable, no shared resource, no span, no order[] (most batch jobs).
+        self.plain = not (self.single or per_slot or shared or req.order or ptile is not None)
+        # The catalog pass's static verdicts per template (rank order): None where a
+        # template's hosts could hold a job, else why not; with the slots of such a
+        # job an empty host holds. Filled on first use (the configuration is fixed
+        # for the bucket's life: a new configuration makes new buckets).
+        self.fits: list[tuple[object, int]] | None = None
+        # Its eligible hosts (eligibility.Eligible, kept up to date by the state), once
+        # looked up: also fixed for the bucket's life.
+        self.eligible: object | None = None
         self.members: dict[int, PendingJob] = {}
         self._order: list[PendingJob] = []
         self._start = 0  # entries before it have left the bucket
@@ -77,6 +114,10 @@ class Bucket:
         # The resource failure of the last evaluation made before any reservation of
         # its session, with the state's capacity version it holds for.
         self.failure: tuple[int, object] | None = None
+
+    def clear(self) -> None:
+        """Forget the order of members that have all left (the bucket is empty)."""
+        self._order, self._start, self._sorted, self._dirty = [], 0, True, False
 
     def add(self, job: PendingJob) -> None:
         self.members[job.id] = job

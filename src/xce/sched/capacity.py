@@ -17,24 +17,32 @@ class Capacity:
     """Free capacity as reserved so far in this session."""
 
     __slots__ = (
+        "_owned",
         "free_res",
         "free_slots",
         "hosts",
         "limit_delta",
         "limit_used",
+        "names",
         "open_free",
         "pool_free",
         "version",
     )
 
     def __init__(self, state: SchedulerState) -> None:
-        self.hosts: list[HostRecord | None] = list(state.hosts)
+        # The state's host list and set of open hosts with a free slot are shared until
+        # a reservation or a virtual host changes them (they are read only through this
+        # object, never kept: see _own).
+        self.hosts: list[HostRecord | None] = state.hosts
+        self.open_free = state.open_free
+        self._owned = False
+        self.names = state.names  # names of real hosts by index (not of virtual hosts)
         self.free_slots = list(state.free_slots)
         self.free_res = {res: list(col) for res, col in state.free_res.items()}
-        self.open_free = set(state.open_free)
-        self.pool_free: dict[PoolRecord, float] = {
-            pool: pool.total - pool.used for pools in state.pools.values() for pool in pools
-        }
+        self.pool_free: dict[PoolRecord, float] = (
+            {pool: pool.total - pool.used for pools in state.pools.values() for pool in pools}
+            if state.pools else {}
+        )
         self.limit_used = state.limit_used
         self.limit_delta: dict[LimitRef, list[int]] = {}
         self.version = 0  # bumped by every reservation: keys caches of derived views
@@ -54,9 +62,13 @@ class Capacity:
         per_slot: tuple[tuple[str, float], ...],
         pools: dict[PoolRecord, float],
         limit_refs: tuple[LimitRef, ...],
+        opened: int = 0,
     ) -> None:
-        """Reserve a placement for the rest of the session."""
+        """Reserve a placement for the rest of the session (and `opened` more slots
+        on hosts opened already reserved: see add_hosts)."""
         self.version += 1
+        if not self._owned:
+            self._own()
         free_slots, free_res, open_free = self.free_slots, self.free_res, self.open_free
         for index, slots in placement.items():
             left = free_slots[index] - slots
@@ -67,13 +79,19 @@ class Capacity:
                 open_free.discard(index)
         for pool, amount in pools.items():
             self.pool_free[pool] -= amount
-        slots_total = sum(placement.values())
+        slots_total = sum(placement.values()) + opened
         for ref in limit_refs:
             delta = self.limit_delta.get(ref)
             if delta is None:
                 delta = self.limit_delta[ref] = [0, 0]
             delta[0] += slots_total
             delta[1] += 1
+
+    def _own(self) -> None:
+        """Copy what is still shared with the state before the first change."""
+        self.hosts = list(self.hosts)
+        self.open_free = set(self.open_free)
+        self._owned = True
 
     def limit_counts(self, ref: LimitRef) -> tuple[int, int]:
         """(slots, jobs) counted against a limit counter, reservations included."""
@@ -84,25 +102,33 @@ class Capacity:
         jobs = (base[1] if base else 0) + (delta[1] if delta else 0)
         return slots, jobs
 
-    def add_host(self, host: HostRecord, resources: dict[str, float]) -> int:
-        """Append a virtual host (catalog pass); returns its index."""
+    def add_hosts(
+        self,
+        host: HostRecord,
+        resources: dict[str, float],
+        sizes: list[int],
+        per_slot: tuple[tuple[str, float], ...],
+    ) -> int:
+        """Append virtual hosts sharing one record, one per entry of `sizes`, each with
+        that many slots of a job with these per-slot consumables already reserved (the
+        job's `take` then counts them as `opened`); returns the first index."""
         self.version += 1
-        index = len(self.hosts)
-        self.hosts.append(host)
-        self.free_slots.append(host.slots)
+        if not self._owned:
+            self._own()
+        first = len(self.hosts)
+        count = len(sizes)
+        slots = host.slots
+        self.hosts.extend([host] * count)
+        self.free_slots.extend([slots - size for size in sizes])
+        amounts = dict(per_slot)
         for res, column in self.free_res.items():
-            column.append(resources.get(res, 0.0))
-        if host.slots > 0:
-            self.open_free.add(index)
-        return index
-
-    def drop_hosts(self, count: int) -> None:
-        """Forget the last `count` virtual hosts (a catalog placement rolled back)."""
-        self.version += 1
-        for _ in range(count):
-            index = len(self.hosts) - 1
-            self.hosts.pop()
-            self.free_slots.pop()
-            for column in self.free_res.values():
-                column.pop()
-            self.open_free.discard(index)
+            have = resources.get(res, 0.0)
+            amount = amounts.get(res)
+            if amount is None:
+                column.extend([have] * count)
+            else:
+                column.extend([have - amount * size for size in sizes])
+        self.open_free.update(
+            [index for index, size in enumerate(sizes, first) if slots - size > 0]
+        )
+        return first

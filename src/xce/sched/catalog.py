@@ -32,6 +32,7 @@ class TemplateSupply:
     """One template's virtual hosts in this session."""
 
     __slots__ = (
+        "_no_more",
         "allowance",
         "empty",
         "expected",
@@ -68,6 +69,14 @@ class TemplateSupply:
 
         self.jobs: list[int] = []
         self.empty, self.resources = virtual
+        self._no_more: Failure | None = None
+
+    @property
+    def no_more(self) -> Failure:
+        """Why the template cannot take more jobs (made once per session)."""
+        if self._no_more is None:
+            self._no_more = _no_more_hosts(self.template)
+        return self._no_more
 
 
 class TokenSupply:
@@ -140,30 +149,25 @@ class CatalogPass:
         self.evaluator = evaluator
         self.trace = trace
         self.templates: list[TemplateSupply] = []
-        catalog = state.config.catalog
-        ranked = sorted(catalog.templates, key=lambda t: (t.rank, t.name))
-        for position, template in enumerate(ranked):
-            in_flight = max(0, state.in_flight.get(template.name, 0))
-            allowance = template.max - state.template_alive(template.name) - in_flight
-            if template.name in state.allowance:
-                allowance = min(allowance, state.allowance[template.name])
-            virtual = state.virtual.get(template.name)
+        in_flights, alive, allowances = state.in_flight, state.alive, state.allowance
+        for position, template in enumerate(state.ranked):
+            name = template.name
+            in_flight = max(0, in_flights.get(name, 0))
+            allowance = template.max - alive.get(name, 0) - in_flight
+            if name in allowances:
+                allowance = min(allowance, allowances[name])
+            virtual = state.virtual.get(name)
             if virtual is None:
-                virtual = state.virtual[template.name] = _virtual_host(template)
+                virtual = state.virtual[name] = _virtual_host(template)
             self.templates.append(
                 TemplateSupply(position, template, in_flight, max(0, allowance), virtual)
             )
         self.tokens: dict[PoolRecord, TokenSupply] = {
-            pool: TokenSupply(pool)
-            for pools in state.pools.values()
-            for pool in pools
-            if pool.countable is not None
+            pool: TokenSupply(pool) for pool in state.countable_pools
         }
-        self.budget = catalog.max_jobs_per_session
+        self.budget = state.config.catalog.max_jobs_per_session
         self.evaluated = 0
-        self.placed: list[Placed] = []
-        # Per bucket: templates that can never hold it (static), and first-fit cursors.
-        self._fits: dict[tuple[int, int], Failure | None] = {}
+        self.active = True  # False: nothing was provisionable (every job keeps its reason)
         # First-fit state is shared by buckets of one shape (slots, per-slot
         # consumables, span): whether a host can take such a job does not depend on
         # the queue, user or select.
@@ -183,48 +187,49 @@ class CatalogPass:
         Returns, per bucket, runs of jobs with what happened to them: a Placed for
         each placed job (one entry per job), a Failure (the catalog's reason for the
         rest of the bucket) or None (keep the real pass's reason)."""
-        results: list[tuple[Settled, list[PendingJob], Outcome]] = []
         if not self.templates and not self.tokens:  # nothing is provisionable
+            self.active = False
             return [(s, s.members, None) for s in settled]
-        heap: list[tuple[SortKey, int, Settled, int]] = [
-            (s.members[0].key, seq, s, 0)
-            for seq, s in enumerate(settled)
-            if s.failure.kind == RESOURCE and s.members
-        ]
-        for s in settled:
+        results: list[tuple[Settled, list[PendingJob], Outcome]] = []
+        heap: list[tuple[SortKey, int, Settled, int]] = []
+        for seq, s in enumerate(settled):
             if s.failure.kind != RESOURCE:
                 results.append((s, s.members, None))
+            elif s.members:
+                heap.append((s.members[0].key, seq, s, 0))
         heapq.heapify(heap)
+        budget, try_job = self.budget, self.try_job
         while heap:
             _key, seq, s, pos = heapq.heappop(heap)
-            if self.evaluated >= self.budget:
+            if self.evaluated >= budget:
                 results.append((s, s.members[pos:], None))
                 self._note(
-                    s, s.members[pos], "cap", f"catalog pass cap reached ({self.budget} jobs)"
+                    s, s.members[pos], "cap", f"catalog pass cap reached ({budget} jobs)"
                 )
                 continue
             next_key = heap[0][0] if heap else None
             members = s.members
-            while pos < len(members) and (next_key is None or members[pos].key < next_key):
-                if self.evaluated >= self.budget:
+            end = len(members)
+            while pos < end and (next_key is None or members[pos].key < next_key):
+                if self.evaluated >= budget:
                     break
                 self.evaluated += 1
                 job = members[pos]
-                outcome = self.try_job(s, job)
-                if isinstance(outcome, Failure) and outcome.kind == LIMIT:
+                outcome = try_job(s, job)
+                if isinstance(outcome, Placed):
+                    results.append((s, [job], outcome))
+                elif isinstance(outcome, Failure) and outcome.kind == LIMIT:
                     results.append((s, [job], outcome))  # only this job's user or queue
-                elif not isinstance(outcome, Placed):
+                else:
                     limited, rest = self.evaluator.split_limited(members[pos:], s.bucket.n)
                     for held, why in limited:
                         self._note_limit(s, held, why)
                         results.append((s, [held], why))
                     results.append((s, rest, outcome))
-                    pos = len(members)
+                    pos = end
                     break
-                else:
-                    results.append((s, [job], outcome))
                 pos += 1
-            if pos < len(members):
+            if pos < end:
                 heapq.heappush(heap, (members[pos].key, seq, s, pos))
         return results
 
@@ -244,51 +249,63 @@ class CatalogPass:
     # ------------------------------------------------------------------ one job
     def try_job(self, s: Settled, job: PendingJob) -> Outcome:
         bucket = s.bucket
-        failure = self.evaluator.limit_failure(job, bucket.n)
-        if failure is not None:
-            self._note_limit(s, job, failure)
-            return failure
+        if job.limit_refs:
+            failure = self.evaluator.limit_failure(job, bucket.n)
+            if failure is not None:
+                self._note_limit(s, job, failure)
+                return failure
         if s.failure.check == "shared":
             placed = self._on_real_hosts(s, job)
             if placed is not None:
                 return placed
         usable = self._usable.get(id(bucket))
         if usable is None:
-            usable = [t for t in self.templates if self._static_fit(s, job, t) is None]
-            self._usable[id(bucket)] = usable
+            usable = self._usable[id(bucket)] = self._usable_templates(s, job)
         if not usable:
             return self._why_not(s)
         n = bucket.n
         # Free slot totals are a cheap necessary condition: skip templates without them.
-        shape = _shape(bucket)
+        shape = bucket.shape
         dead = self._dead
         for supply in usable:
             if supply.free_total >= n and (shape, supply.index) not in dead:
                 outcome = self._on_template(s, job, supply, opening=False)
                 if isinstance(outcome, Placed):
                     return outcome
-        failures: list[Failure | HostTemplate] = []  # a template: it allows no more hosts
+        failures: list[Failure] = []
         for supply in usable:
             if (shape, supply.index) in dead or (
                 supply.allowance == 0 and supply.in_flight == 0 and supply.free_total < n
             ):
-                failures.append(supply.template)
+                failures.append(supply.no_more)
                 continue
             outcome = self._on_template(s, job, supply, opening=True)
             if isinstance(outcome, Placed):
                 return outcome
             assert isinstance(outcome, Failure)  # opening hosts places or says why not
             failures.append(outcome)
-        reasons = [f if isinstance(f, Failure) else _no_more_hosts(f) for f in failures]
-        for failed in reasons:
+        for failed in failures:
             self._note(s, job, failed.check, failed.detail)
-        return reasons[0]
+        return failures[0]
+
+    def _usable_templates(self, s: Settled, job: PendingJob) -> list[TemplateSupply]:
+        """The templates whose hosts could ever take the bucket's jobs; the others are
+        traced (with `job`, the first job tried this session) in rank order."""
+        fits = self._fits(s.bucket)
+        usable: list[TemplateSupply] = []
+        for supply, (verdict, _room) in zip(self.templates, fits, strict=True):
+            if verdict is None:
+                usable.append(supply)
+            else:
+                assert isinstance(verdict, Failure)
+                self._note(s, job, verdict.check, verdict.detail)
+        return usable
 
     def _why_not(self, s: Settled) -> Outcome:
         """No template can take this bucket: say why, or keep the real reason when the
         queue may not burst at all."""
-        verdicts = [self._fits[(id(s.bucket), t.index)] for t in self.templates]
-        checks = [v for v in verdicts if v is not None and v.check != "queue"]
+        verdicts = [v for v, _room in self._fits(s.bucket)]
+        checks = [v for v in verdicts if isinstance(v, Failure) and v.check != "queue"]
         if not checks:
             return None
         select = [v for v in checks if v.check == "select"]
@@ -300,15 +317,20 @@ class CatalogPass:
         shape = next(v for v in checks if v.check != "select")
         return Failure(RESOURCE, shape.check, f"No template can host this job: {shape.detail}")
 
-    def _static_fit(self, s: Settled, job: PendingJob, supply: TemplateSupply) -> Failure | None:
-        """Whether hosts of a template could ever take this bucket (cached)."""
-        bucket = s.bucket
-        key = (id(bucket), supply.index)
-        if key in self._fits:
-            return self._fits[key]
+    def _fits(self, bucket: Bucket) -> list[tuple[object, int]]:
+        """Per template (rank order): whether its hosts could ever take the bucket's
+        jobs (None, or the Failure saying why not), and how many of their slots an
+        empty host holds. Static: kept on the bucket."""
+        fits = bucket.fits
+        if fits is None:
+            fits = bucket.fits = [self._static_fit(bucket, t) for t in self.templates]
+        return fits
+
+    def _static_fit(self, bucket: Bucket, supply: TemplateSupply) -> tuple[object, int]:
         template = supply.template
         verdict: Failure | None = None
         select = bucket.req.select
+        room = self._empty_room(bucket, supply)
         if not template_allowed(bucket.queue.hosts, template.name):
             verdict = Failure(
                 RESOURCE, "queue", f"queue {bucket.queue.name} may not use template {template.name}"
@@ -318,8 +340,7 @@ class CatalogPass:
                 RESOURCE, "select", f"select[{select.text}] does not match template {template.name}"
             )
         else:
-            room = self._empty_room(bucket, supply)
-            need = self._unit(bucket)
+            need = bucket.unit
             per_host = bucket.n if need == bucket.n else (
                 room if bucket.req.span_ptile is None else need
             )
@@ -346,20 +367,7 @@ class CatalogPass:
                             f"no pool of {res} reaches template {template.name}",
                         )
                         break
-        self._fits[key] = verdict
-        if verdict is not None:
-            self._note(s, job, verdict.check, verdict.detail)
-        return verdict
-
-    @staticmethod
-    def _unit(bucket: Bucket) -> int:
-        """Slots the job needs on at least one host."""
-        req = bucket.req
-        if req.span_hosts == 1:
-            return bucket.n
-        if req.span_ptile is not None:
-            return min(req.span_ptile, bucket.n)
-        return 1
+        return verdict, room
 
     @staticmethod
     def _empty_room(bucket: Bucket, supply: TemplateSupply) -> int:
@@ -425,108 +433,110 @@ class CatalogPass:
         that finds last session's demand in flight places the same jobs on it and
         asks for nothing more."""
         bucket = s.bucket
-        cap = self.cap
-        key = (_shape(bucket), supply.index)
+        key = (bucket.shape, supply.index)
         hosts_list = supply.hosts
+        limit = len(hosts_list)
         # Capacity only shrinks: hosts that could not hold this bucket still cannot
         # until the template opens more.
-        known_full = self._no_room.get(key) == len(hosts_list)
-        if known_full and not opening:
-            return None
-        if known_full and supply.allowance == 0 and supply.in_flight == 0:
-            self._dead.add(key)  # for the rest of the session: capacity only shrinks
-            return _no_more_hosts(supply.template)
-        limit = len(hosts_list)
+        if self._no_room.get(key) == limit:
+            if not opening:
+                return None
+            if supply.allowance == 0 and supply.in_flight == 0:
+                self._dead.add(key)  # for the rest of the session: capacity only shrinks
+                return supply.no_more
         n = bucket.n
-        ptile = bucket.req.span_ptile
-        # The pieces a job's span makes, each on its own host: the whole job for a
-        # single-host job; for span[ptile=N], N-slot pieces and the remainder. A job
-        # without span spreads slot by slot (no pieces).
-        if self._unit(bucket) == n:
-            pieces = [n]
-        elif ptile is not None:
-            full, rest = divmod(n, ptile)
-            pieces = [ptile] * full + ([rest] if rest else [])
-        else:
-            pieces = []
-        smallest = min(pieces) if pieces else 1
-        usable = self._usable_fn(bucket)
-        # First-fit fills hosts in order: hosts before the template's frontier are
-        # full; hosts before this shape's cursor cannot take its smallest piece.
-        free_slots = cap.free_slots
-        frontier = supply.frontier
-        while frontier < len(hosts_list) and free_slots[hosts_list[frontier]] <= 0:
-            frontier += 1
-        supply.frontier = frontier
-        # Whether a host can take `smallest` slots depends only on the per-slot
-        # consumables: every shape with the same ones shares the cursor.
-        cursor_key = (bucket.per_slot, smallest, supply.index)
-        cursor = max(self._cursor.get(cursor_key, 0), frontier)
-        while cursor < limit and usable(hosts_list[cursor]) < smallest:
-            cursor += 1
-        self._cursor[cursor_key] = cursor
+        pieces = bucket.pieces
+        smallest = bucket.smallest
         chosen: dict[int, int] = {}
         unplaced: list[int] = []  # pieces no opened host can take
         left = 0
-        if pieces:
-            for piece in pieces:
+        if limit:
+            usable = self._usable_fn(bucket)
+            # First-fit fills hosts in order: hosts before the template's frontier are
+            # full; hosts before this shape's cursor cannot take its smallest piece.
+            free_slots = self.cap.free_slots
+            frontier = supply.frontier
+            while frontier < limit and free_slots[hosts_list[frontier]] <= 0:
+                frontier += 1
+            supply.frontier = frontier
+            # Whether a host can take `smallest` slots depends only on the per-slot
+            # consumables: every shape with the same ones shares the cursor.
+            cursor_key = (bucket.per_slot, smallest, supply.index)
+            cursor = self._cursor.get(cursor_key, 0)
+            if cursor < frontier:
+                cursor = frontier
+            while cursor < limit and usable(hosts_list[cursor]) < smallest:
+                cursor += 1
+            self._cursor[cursor_key] = cursor
+            if pieces:
+                for piece in pieces:
+                    for position in range(cursor, limit):
+                        index = hosts_list[position]
+                        if index not in chosen and usable(index) >= piece:
+                            chosen[index] = piece
+                            break
+                    else:
+                        unplaced.append(piece)
+                        left += piece
+            else:
+                left = n
                 for position in range(cursor, limit):
                     index = hosts_list[position]
-                    if index not in chosen and usable(index) >= piece:
-                        chosen[index] = piece
-                        break
-                else:
-                    unplaced.append(piece)
-                    left += piece
+                    take = usable(index)
+                    if take > 0:
+                        if take >= left:
+                            chosen[index] = left
+                            left = 0
+                            break
+                        chosen[index] = take
+                        left -= take
         else:
+            unplaced = list(pieces)
             left = n
-            for position in range(cursor, limit):
-                index = hosts_list[position]
-                take = min(usable(index), left)
-                if take > 0:
-                    chosen[index] = take
-                    left -= take
-                    if left == 0:
-                        break
-        fresh: list[int] = []
-        expected = 0
+        count = expected = 0
+        sizes: list[int] = []
         if left > 0:
-            self._no_room[key] = len(hosts_list)
+            self._no_room[key] = limit
             if not opening:
                 return None
             if pieces:
                 sizes = unplaced  # one more host for each piece
             else:
-                per_host = self._empty_room(bucket, supply)
-                count = math.ceil(left / per_host)
+                per_host = self._fits(bucket)[supply.index][1]
+                count = -(-left // per_host)
                 sizes = [per_host] * (count - 1) + [left - per_host * (count - 1)]
-            expected = min(len(sizes), supply.in_flight)
-            if len(sizes) - expected > supply.allowance:
-                return _no_more_hosts(supply.template)
-            for size in sizes:
-                index = self._open(supply)
-                fresh.append(index)
-                chosen[index] = size
-        name = supply.template.name
-        tokens = self._cover(
-            bucket, lambda p: p.hosts is None or template_allowed(p.hosts, name)
-        )
-        if isinstance(tokens, Failure):
-            self.cap.drop_hosts(len(fresh))
-            supply.free_total -= len(fresh) * supply.template.slots
-            return tokens
-        hosts_list.extend(fresh)
-        supply.expected.update(fresh[:expected])
-        supply.in_flight -= expected
-        supply.new += len(fresh) - expected
-        supply.allowance -= len(fresh) - expected
-        new_hosts = any(i not in supply.expected for i in chosen)
-        return self._commit(bucket, job, supply, chosen, new_hosts, tokens)
-
-    def _open(self, supply: TemplateSupply) -> int:
-        """A new virtual host of the template (all share the template's record)."""
-        supply.free_total += supply.template.slots
-        return self.cap.add_host(supply.empty, supply.resources)
+            count = len(sizes)
+            expected = min(count, supply.in_flight)
+            if count - expected > supply.allowance:
+                return supply.no_more
+        if bucket.shared:
+            name = supply.template.name
+            tokens = self._cover(
+                bucket, lambda p: p.hosts is None or template_allowed(p.hosts, name)
+            )
+            if isinstance(tokens, Failure):
+                return tokens
+        else:
+            tokens = []
+        new_hosts = False
+        opened = 0
+        if count:
+            # New hosts are opened with their share of the job already on them.
+            first = self.cap.add_hosts(supply.empty, supply.resources, sizes, bucket.per_slot)
+            supply.free_total += count * supply.template.slots
+            fresh = range(first, first + count)
+            hosts_list.extend(fresh)
+            if expected:
+                supply.expected.update(fresh[:expected])
+                supply.in_flight -= expected
+            supply.new += count - expected
+            supply.allowance -= count - expected
+            new_hosts = count > expected
+            opened = sum(sizes)
+        if not new_hosts:
+            expected_hosts = supply.expected
+            new_hosts = any(i not in expected_hosts for i in chosen)
+        return self._commit(bucket, job, supply, chosen, new_hosts, tokens, opened)
 
     def _cover(
         self, bucket: Bucket, reachable: Callable[[PoolRecord], bool]
@@ -571,8 +581,14 @@ class CatalogPass:
         hosts: dict[int, int],
         new_hosts: bool,
         tokens: list[TokenUse],
+        opened: int = 0,
     ) -> Placed:
-        self.cap.take(hosts, bucket.per_slot, {u.pool: u.amount for u in tokens}, job.limit_refs)
+        """Reserve the job's hosts (`opened` more slots on new hosts, reserved when
+        they were opened) and tokens."""
+        self.cap.take(
+            hosts, bucket.per_slot, {u.pool: u.amount for u in tokens} if tokens else {},
+            job.limit_refs, opened,
+        )
         for use in tokens:
             if use.supply is not None and use.short > 0:
                 use.supply.in_flight -= use.from_in_flight
@@ -582,10 +598,8 @@ class CatalogPass:
                 use.supply.jobs.append(job.id)
         if supply is not None:
             supply.jobs.append(job.id)
-            supply.free_total -= sum(hosts.values())
-        placed = Placed(job.id, supply, new_hosts, tokens)
-        self.placed.append(placed)
-        return placed
+            supply.free_total -= sum(hosts.values()) + opened
+        return Placed(job.id, supply, new_hosts, tokens)
 
 
 def _no_more_hosts(template: HostTemplate) -> Failure:
@@ -604,9 +618,3 @@ def _virtual_host(template: HostTemplate) -> tuple[HostRecord, dict[str, float]]
         r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
     }
     return record, resources
-
-
-def _shape(bucket: Bucket) -> tuple[object, ...]:
-    """What decides whether a virtual host can take a bucket's job: slots, per-slot
-    consumables and span (not the queue, user or select)."""
-    return (bucket.n, bucket.per_slot, bucket.req.span_hosts, bucket.req.span_ptile)

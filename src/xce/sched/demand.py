@@ -54,11 +54,26 @@ def pend_groups(
 ) -> list[PendGroup]:
     """Pend groups for the buckets the real pass settled on resources, after the
     catalog pass: jobs waiting for provisioning get their own reasons."""
+    if not catalog.active:  # every settled group as the real pass left it
+        return [
+            PendGroup(settled.failure.reason, settled.failure.kind, members, [settled.trace])
+            for settled, members, _outcome in outcomes
+        ]
     groups: dict[tuple[int, str], PendGroup] = {}
     reopened: set[tuple[int, str]] = set()  # groups that got members in several runs
+    # Reasons of jobs placed on a template without tokens: one per (template, new hosts)
+    waiting: dict[tuple[int, bool], str] = {}
     for settled, members, outcome in outcomes:
         if isinstance(outcome, Placed):
-            reason, kind = waiting_reason(outcome), PROVISIONING
+            if outcome.tokens or outcome.template is None:
+                reason = waiting_reason(outcome)
+            else:
+                shared = (id(outcome.template), outcome.new_hosts)
+                found = waiting.get(shared)
+                if found is None:
+                    found = waiting[shared] = waiting_reason(outcome)
+                reason = found
+            kind = PROVISIONING
         elif isinstance(outcome, Failure):
             reason, kind = outcome.reason, outcome.kind
         else:

@@ -14,7 +14,7 @@ class Eligible:
     """Hosts of a queue that satisfy a select: all of them, and the open ones. Kept up
     to date as hosts join, change state and leave."""
 
-    __slots__ = ("class_cache", "matching", "open", "queue", "select")
+    __slots__ = ("cands", "class_cache", "matching", "open", "queue", "select")
 
     def __init__(self, queue: Queue, select: Select | None) -> None:
         self.queue = queue
@@ -22,6 +22,9 @@ class Eligible:
         self.class_cache: dict[object, bool] = {}
         self.matching: set[int] = set()  # whatever their state
         self.open: set[int] = set()
+        # A session's view of these hosts: (its capacity, the capacity's version, the
+        # open ones with a free slot, their free slots in all); see Evaluator.fit.
+        self.cands: tuple[object, int, list[int], int] | None = None
 
     def host_changed(self, host: HostRecord, present: bool) -> None:
         index = host.index

@@ -3,16 +3,31 @@ unused for at least their idle time."""
 
 from __future__ import annotations
 
-from xce.model.result import Idle, IdleHost, IdleResource
+from xce.model.result import Dispatch, Idle, IdleHost, IdleResource
 from xce.sched.capacity import Capacity
 from xce.sched.state import SchedulerState
 
 
-def idle_supply(state: SchedulerState, now: float, busy: set[str], cap: Capacity) -> Idle:
-    """Reclaim candidates at `now`; `busy` names hosts given work this session."""
+def idle_supply(
+    state: SchedulerState, now: float, dispatch: list[Dispatch], cap: Capacity
+) -> Idle:
+    """Reclaim candidates at `now`; `dispatch` is the work given this session."""
+    hosts: list[IdleHost] = []
+    if state.idle_provisioned:
+        _idle_hosts(state, now, {name for d in dispatch for name in d.hosts}, hosts)
+    resources: list[IdleResource] = []
+    for pool in state.countable_pools:
+        amount = pool.idle_tokens(now, cap.pool_free[pool])
+        if amount > 0:
+            resources.append(IdleResource(pool.label, amount))
+    return Idle(hosts, resources)
+
+
+def _idle_hosts(state: SchedulerState, now: float, busy: set[str], hosts: list[IdleHost]) -> None:
+    """Provisioned hosts open, idle for their idle time and given no work (`busy`
+    names the hosts given work this session), by name."""
     catalog = state.config.catalog
     templates = state.templates
-    hosts: list[IdleHost] = []
     for host in state.idle_provisioned.values():
         if host.template is None or not host.is_open:
             continue
@@ -26,10 +41,3 @@ def idle_supply(state: SchedulerState, now: float, busy: set[str], cap: Capacity
         if idle_for >= limit:
             hosts.append(IdleHost(host.name, host.template, idle_for))
     hosts.sort(key=lambda h: h.host)
-    resources: list[IdleResource] = []
-    for pools in state.pools.values():
-        for pool in pools:
-            amount = pool.idle_tokens(now, cap.pool_free[pool])
-            if amount > 0:
-                resources.append(IdleResource(pool.label, amount))
-    return Idle(hosts, resources)

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 from xce.resreq import OrderKey
 from xce.sched.capacity import EPSILON, Capacity
-from xce.sched.hosts import HostRecord
 
 
 class Room:
@@ -20,55 +19,82 @@ class Room:
         free_slots = cap.free_slots
         self.cands = cands
         self.per_slot = per_slot
-        if len(per_slot) == 1:  # the common case, inlined
-            (res, amount), = per_slot
-            column = cap.free_res[res]
-            self.usable = [
-                min(free_slots[i], int((column[i] + EPSILON) // amount)) for i in cands
-            ]
-        elif per_slot:
-            usable = cap.usable
-            self.usable = [usable(i, per_slot) for i in cands]
-        else:
+        if not per_slot:  # slots only: what is usable is what is free
             self.usable = [free_slots[i] for i in cands]
-        self.free = sum(free_slots[i] for i in cands)
-        self.total = sum(self.usable)
+            self.free = self.total = sum(self.usable)
+        else:
+            if len(per_slot) == 1:  # the common case, inlined
+                (res, amount), = per_slot
+                column = cap.free_res[res]
+                self.usable = [
+                    min(free_slots[i], int((column[i] + EPSILON) // amount)) for i in cands
+                ]
+            else:
+                usable = cap.usable
+                self.usable = [usable(i, per_slot) for i in cands]
+            self.free = sum([free_slots[i] for i in cands])
+            self.total = sum(self.usable)
         self.most = max(self.usable, default=0)
 
 
 class HostOrder:
-    """Preference of hosts, smaller first. Default (no `order[]`): the most free
+    """Preference of real hosts, smaller first. Default (no `order[]`): the most free
     slots, then name. `order[r]` puts the most free (or largest) `r` first,
-    `order[-r]` the least; ties by name."""
+    `order[-r]` the least; ties by name (host names are unique: no two hosts tie)."""
 
-    __slots__ = ("_free_slots", "_getters", "_hosts")
+    __slots__ = ("_free_slots", "_getters", "_names")
 
     def __init__(self, cap: Capacity, order: tuple[OrderKey, ...]) -> None:
         self._free_slots = cap.free_slots
-        self._hosts = cap.hosts
+        self._names = cap.names
         self._getters = [_getter(cap, key) for key in order]
 
     def __call__(self, i: int) -> tuple[float | str, ...]:
         if not self._getters:
-            return (-self._free_slots[i], _name(self._hosts[i]))
-        return (*(g(i) for g in self._getters), _name(self._hosts[i]))
+            return (-self._free_slots[i], self._names[i])
+        return (*(g(i) for g in self._getters), self._names[i])
 
-    def keys(self, indices: list[int]) -> list[tuple[float | str, ...]]:
-        """The keys of many hosts (the default order built column by column)."""
+    def best(self, indices: list[int]) -> int:
+        """The most preferred of `indices` (not empty)."""
         if self._getters:
-            return [self(i) for i in indices]
-        free, hosts = self._free_slots, self._hosts
-        return list(zip([-free[i] for i in indices], [_name(hosts[i]) for i in indices],
-                        strict=True))
+            return min(indices, key=self)
+        free = self._free_slots
+        most = max([free[i] for i in indices])
+        return min([i for i in indices if free[i] == most], key=self._names.__getitem__)
+
+    def ranked(self, indices: list[int]) -> list[int]:
+        """`indices` in preference order."""
+        if self._getters:
+            return sorted(indices, key=self)
+        return default_ranked(indices, self._free_slots, self._names)
+
+
+def default_ranked(indices: list[int], free_slots: list[int], names: list[str]) -> list[int]:
+    """Hosts in the default preference order: the most free slots first, then by name
+    (sorted by name, then stably by free slots)."""
+    ranked = sorted(indices, key=names.__getitem__)
+    ranked.sort(key=free_slots.__getitem__, reverse=True)
+    return ranked
+
+
+def spread(ranked: list[int], usable: Callable[[int], int], n: int) -> dict[int, int] | None:
+    """`n` slots over hosts in preference order, as many on each as it can take (no
+    span), or None if they do not add up."""
+    placement: dict[int, int] = {}
+    left = n
+    for index in ranked:
+        free = usable(index)
+        if free >= left:
+            placement[index] = left
+            return placement
+        placement[index] = free
+        left -= free
+    return None
 
 
 def host_key(cap: Capacity, order: tuple[OrderKey, ...]) -> HostOrder:
     """The host preference of a requirement's `order[]` on this capacity."""
     return HostOrder(cap, order)
-
-
-def _name(host: HostRecord | None) -> str:
-    return host.name if host is not None else ""
 
 
 def _getter(cap: Capacity, key: OrderKey) -> Callable[[int], float]:
@@ -101,44 +127,33 @@ def place(
     if single_host(n, span_hosts, ptile):
         if room.most < n:
             return None
-        fits = [i for i, u in zip(room.cands, room.usable, strict=True) if u >= n]
-        best = min(zip(key.keys(fits), fits, strict=True))[1]
-        return {best: n}
+        return {key.best([i for i, u in zip(room.cands, room.usable, strict=True) if u >= n]): n}
     if room.total < n:
         return None
-    indices = [i for i, u in zip(room.cands, room.usable, strict=True) if u > 0]
-    rooms = [u for u in room.usable if u > 0]
-    ranked = sorted(zip(key.keys(indices), indices, rooms, strict=True))
+    usable = dict(zip(room.cands, room.usable, strict=True))
+    ranked = key.ranked([i for i, u in usable.items() if u > 0])
     if ptile is not None:
-        return _place_ptile(ranked, n, ptile)
-    placement: dict[int, int] = {}
-    left = n
-    for _k, index, free in ranked:
-        take = min(free, left)
-        placement[index] = take
-        left -= take
-        if left == 0:
-            return placement
-    return None
+        return _place_ptile(ranked, usable, n, ptile)
+    return spread(ranked, usable.__getitem__, n)
 
 
 def _place_ptile(
-    ranked: list[tuple[tuple[float | str, ...], int, int]], n: int, ptile: int
+    ranked: list[int], usable: dict[int, int], n: int, ptile: int
 ) -> dict[int, int] | None:
     """Exactly `ptile` slots on each of the first hosts that have room for them, in
     preference order; the remainder on the next preferred host with room for it."""
     chunks, remainder = divmod(n, ptile)
     placement: dict[int, int] = {}
-    for _k, index, free in ranked:
+    for index in ranked:
         if len(placement) == chunks:
             break
-        if free >= ptile:
+        if usable[index] >= ptile:
             placement[index] = ptile
     if len(placement) < chunks:
         return None
     if remainder:
         spare = next(
-            (i for _k, i, free in ranked if free >= remainder and i not in placement), None
+            (i for i in ranked if usable[i] >= remainder and i not in placement), None
         )
         if spare is None:
             return None

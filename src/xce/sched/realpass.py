@@ -13,10 +13,17 @@ from itertools import product
 from xce.model.result import Dispatch, SortKey, TraceEntry
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
-from xce.sched.eligibility import eligible, reach
-from xce.sched.hosts import HostRecord
+from xce.sched.eligibility import Eligible, eligible, reach
 from xce.sched.limits import limit_reason
-from xce.sched.placement import HostOrder, Room, host_key, place, shortfall, single_host
+from xce.sched.placement import (
+    HostOrder,
+    Room,
+    default_ranked,
+    host_key,
+    place,
+    shortfall,
+    spread,
+)
 from xce.sched.pools import PoolRecord
 from xce.sched.reasons import LIMIT, RESOURCE, no_host, none_open, short_shared
 from xce.sched.state import SchedulerState
@@ -58,8 +65,6 @@ class Evaluator:
         self.state = state
         self.cap = cap
         self._keys: dict[int, HostOrder] = {}
-        # Views derived from the capacity, valid until the next reservation.
-        self._cands: dict[int, tuple[int, list[int]]] = {}
         self._rooms: dict[tuple[int, tuple[tuple[str, float], ...]], tuple[int, Room]] = {}
 
     def key_for(self, bucket: Bucket) -> HostOrder:
@@ -107,22 +112,52 @@ class Evaluator:
 
     def candidates(self, bucket: Bucket) -> list[int] | Failure:
         """Open eligible hosts with a free slot, or why there are none at all."""
-        elig = eligible(self.state, bucket.queue, bucket.req.select)
-        if not elig.matching:
-            return Failure(RESOURCE, "select", no_host(bucket.req.select, bucket.queue.name))
-        if not elig.open:
+        found = self.fit(bucket)
+        return found if isinstance(found, Failure) else found[0]
+
+    def fit(self, bucket: Bucket) -> Failure | tuple[list[int], int]:
+        """Open eligible hosts with a free slot and their free slots in all, or why
+        there are no eligible open hosts at all."""
+        elig = bucket.eligible
+        if elig is None:
+            elig = bucket.eligible = eligible(self.state, bucket.queue, bucket.req.select)
+        assert isinstance(elig, Eligible)
+        opened = elig.open
+        if not opened:
+            if not elig.matching:
+                return Failure(RESOURCE, "select", no_host(bucket.req.select, bucket.queue.name))
             return Failure(RESOURCE, "closed", none_open(len(elig.matching)))
-        version = self.cap.version
-        cached = self._cands.get(id(elig.open))
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        free = self.cap.open_free
-        if len(free) < len(elig.open):
-            cands = [i for i in free if i in elig.open]
+        # Views derived from the capacity, valid until its next reservation.
+        cap = self.cap
+        cached = elig.cands
+        if cached is not None and cached[0] is cap and cached[1] == cap.version:
+            return cached[2], cached[3]
+        free = cap.open_free
+        if len(free) < len(opened):
+            cands = [i for i in free if i in opened]
         else:
-            cands = [i for i in elig.open if i in free]
-        self._cands[id(elig.open)] = (version, cands)
-        return cands
+            cands = [i for i in opened if i in free]
+        free_slots = cap.free_slots
+        total = sum([free_slots[i] for i in cands])
+        elig.cands = (cap, cap.version, cands, total)
+        return cands, total
+
+    def slots_failure(self, n: int, free: int) -> Failure:
+        """The failure of a job of `n` slots with only `free` free on its eligible
+        hosts (shortfall's first check), shared by every job that meets it."""
+        key = (n, free)
+        known = self.state.slot_failures
+        failure = known.get(key)
+        if failure is None:
+            failure = Failure(
+                RESOURCE, "slots",
+                f"Not enough job slots: {n} needed, {free} free on eligible hosts",
+            )
+            if len(known) >= 4096:
+                known.clear()
+            known[key] = failure
+        assert isinstance(failure, Failure)
+        return failure
 
     def room(self, bucket: Bucket, cands: list[int]) -> Room:
         """What each candidate host can take of this bucket's shape (cached)."""
@@ -136,8 +171,15 @@ class Evaluator:
 
     def try_place(self, bucket: Bucket, cands: list[int]) -> Placement | Failure:
         """A placement for the bucket's next job on `cands`, with shared tokens."""
-        req = bucket.req
         cap = self.cap
+        if bucket.plain:
+            # What place() finds for it, without the views: every candidate's free
+            # slots are usable, and they add up to enough (quick_failure).
+            placed = spread(default_ranked(cands, cap.free_slots, cap.names),
+                            cap.free_slots.__getitem__, bucket.n)
+            if placed is not None:
+                return placed, {}
+        req = bucket.req
         key = self.key_for(bucket)
         room = self.room(bucket, cands)
         hosts = place(room, bucket.n, req.span_hosts, req.span_ptile, key)
@@ -191,16 +233,45 @@ class Evaluator:
 
     def evaluate(self, bucket: Bucket) -> Placement | Failure:
         """Where the bucket's next job's resources would go now."""
-        known = self.known_failure(bucket)
-        if known is not None:
-            return known
-        cands = self.candidates(bucket)
-        if isinstance(cands, Failure):
-            return self.remember(bucket, cands)
+        found = self.quick_failure(bucket)
+        if isinstance(found, Failure):
+            return found
+        return self.place_on(bucket, found)
+
+    def place_on(self, bucket: Bucket, cands: list[int]) -> Placement | Failure:
+        """evaluate's last step: the candidates are known and hold enough free slots."""
         outcome = self.try_place(bucket, cands)
         if isinstance(outcome, Failure):
             return self.remember(bucket, outcome)
         return outcome
+
+    def quick_failure(self, bucket: Bucket) -> Failure | list[int]:
+        """The bucket's next job's failure when it is known or cheap to find: found
+        on the very same capacity before, no eligible open host, or fewer free slots
+        than the job needs on its eligible hosts (then no placement exists: what
+        `try_place` would find, sooner). Else the candidate hosts to try."""
+        cap = self.cap
+        known = bucket.failure
+        if known is not None and cap.version == 0 and known[0] == self.state.capacity_version:
+            assert isinstance(known[1], Failure)
+            return known[1]
+        elig = bucket.eligible
+        cached = elig.cands if isinstance(elig, Eligible) else None
+        if cached is not None and cached[0] is cap and cached[1] == cap.version:
+            cands, free = cached[2], cached[3]  # (Evaluator.fit, without the call)
+        else:
+            found = self.fit(bucket)
+            if isinstance(found, Failure):
+                return self.remember(bucket, found)
+            cands, free = found
+        if free < bucket.n:
+            failure = self.state.slot_failures.get((bucket.n, free))
+            if not isinstance(failure, Failure):
+                failure = self.slots_failure(bucket.n, free)
+            if cap.version == 0:
+                bucket.failure = (self.state.capacity_version, failure)
+            return failure
+        return cands
 
     def known_failure(self, bucket: Bucket) -> Failure | None:
         """A failure found by an earlier session on the very same capacity: nothing that
@@ -238,35 +309,71 @@ class RealPass:
             order, start = bucket.ordered()
             if start < len(order):
                 heap.append((order[start].key, seq, bucket, order, start))
+        if len(heap) == 1:  # one bucket: nothing to merge
+            _key, _seq, bucket, order, pos = heap[0]
+            self._run(bucket, order, pos, None)
+            return
         heapq.heapify(heap)
+        heappop, quick_failure = heapq.heappop, self.evaluator.quick_failure
+        limits = self.state.config.limits
+        trace, settled = self.trace, self.settled
         while heap:
-            _key, seq, bucket, order, pos = heapq.heappop(heap)
-            pos = self._run(bucket, order, pos, heap[0][0] if heap else None)
+            _key, seq, bucket, order, pos = heappop(heap)
+            cands = None
+            if not limits:
+                # The common case inline: the bucket fails at its next job (the first
+                # step of _run and _run_single_hosts, without the calls).
+                found = quick_failure(bucket)
+                if isinstance(found, Failure):
+                    self.evaluations += 1
+                    trace.append(TraceEntry(order[pos].id, "real", found.check, found.detail))
+                    settled.append(Settled(bucket, order[pos:], found, len(trace) - 1))
+                    continue
+                cands = found
+            pos = self._run(bucket, order, pos, heap[0][0] if heap else None, cands)
             if pos < len(order):
                 heapq.heappush(heap, (order[pos].key, seq, bucket, order, pos))
 
     def _run(
-        self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
+        self,
+        bucket: Bucket,
+        order: list[PendingJob],
+        pos: int,
+        until: SortKey | None,
+        cands: list[int] | None = None,
     ) -> int:
         """Place the bucket's jobs from `pos` while they come before `until` in
         scheduling order; return where the bucket continues (len(order) once it is
-        settled)."""
-        req = bucket.req
-        if single_host(bucket.n, req.span_hosts, req.span_ptile) and not bucket.shared:
-            return self._run_single_hosts(bucket, order, pos, until)
+        settled). `cands`: quick_failure's candidates for the job at `pos`, already
+        found (it is not at a limit)."""
+        if bucket.single and not bucket.shared:
+            return self._run_single_hosts(bucket, order, pos, until, cands)
         evaluator = self.evaluator
         end = len(order)
+        n = bucket.n
+        if cands is None and not order[pos].limit_refs:  # the common case: fails at once
+            found = evaluator.quick_failure(bucket)
+            if isinstance(found, Failure):
+                self.evaluations += 1
+                self._settle(bucket, order, pos, found)
+                return end
+            cands = found
         while pos < end:
             job = order[pos]
             if until is not None and job.key > until:
                 break
-            failure = evaluator.limit_failure(job, bucket.n)
-            if failure is not None:
-                self._limit_pend(bucket, job, failure)
-                pos += 1
-                continue
+            if job.limit_refs:
+                failure = evaluator.limit_failure(job, n)
+                if failure is not None:
+                    self._limit_pend(bucket, job, failure)
+                    pos += 1
+                    continue
             self.evaluations += 1
-            outcome = evaluator.evaluate(bucket)
+            if cands is not None:  # the first job, its candidates known
+                outcome = evaluator.place_on(bucket, cands)
+                cands = None
+            else:
+                outcome = evaluator.evaluate(bucket)
             if isinstance(outcome, Failure):
                 self._settle(bucket, order, pos, outcome)
                 return end
@@ -275,13 +382,21 @@ class RealPass:
         return pos
 
     def _run_single_hosts(
-        self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
+        self,
+        bucket: Bucket,
+        order: list[PendingJob],
+        pos: int,
+        until: SortKey | None,
+        known: list[int] | None = None,
     ) -> int:
-        """Jobs that each go on one host, placed from a heap of host preference."""
+        """Jobs that each go on one host, placed from a heap of host preference.
+        `known`: quick_failure's candidates for the job at `pos`, already found."""
         evaluator, cap = self.evaluator, self.cap
         n, per_slot = bucket.n, bucket.per_slot
         # Limits come first (check 1): jobs at a limit pend for it whatever the hosts.
         while pos < len(order) and (until is None or order[pos].key <= until):
+            if not order[pos].limit_refs:
+                break
             failure = evaluator.limit_failure(order[pos], n)
             if failure is None:
                 break
@@ -290,13 +405,9 @@ class RealPass:
         if pos >= len(order) or (until is not None and order[pos].key > until):
             return pos
         self.evaluations += 1
-        known = evaluator.known_failure(bucket)
-        if known is not None:
-            self._settle(bucket, order, pos, known)
-            return len(order)
-        cands = evaluator.candidates(bucket)
+        cands = known if known is not None else evaluator.quick_failure(bucket)
         if isinstance(cands, Failure):
-            self._settle(bucket, order, pos, evaluator.remember(bucket, cands))
+            self._settle(bucket, order, pos, cands)
             return len(order)
         room = evaluator.room(bucket, cands)
         if room.most < n:
@@ -304,18 +415,27 @@ class RealPass:
             self._settle(bucket, order, pos, failure)
             return len(order)
         key = evaluator.key_for(bucket)
-        heap = [(key(i), i) for i, u in zip(room.cands, room.usable, strict=True) if u >= n]
-        heapq.heapify(heap)
+        fits = [i for i, u in zip(room.cands, room.usable, strict=True) if u >= n]
+        # The first job goes on the most preferred host; a heap of preference is built
+        # (from the capacity then left) only if another job follows.
+        self._dispatch(bucket, order[pos], {key.best(fits): n}, {})
+        pos += 1
+        heap: list[tuple[tuple[float | str, ...], int]] | None = None
         end = len(order)
         while pos < end:
             job = order[pos]
             if until is not None and job.key > until:
                 break
-            failure = evaluator.limit_failure(job, n)
-            if failure is not None:
-                self._limit_pend(bucket, job, failure)
-                pos += 1
-                continue
+            if job.limit_refs:
+                failure = evaluator.limit_failure(job, n)
+                if failure is not None:
+                    self._limit_pend(bucket, job, failure)
+                    pos += 1
+                    continue
+            if heap is None:
+                usable = cap.usable
+                heap = [(key(i), i) for i in fits if usable(i, per_slot) >= n]
+                heapq.heapify(heap)
             if not heap:
                 room = evaluator.room(bucket, cands)
                 self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
@@ -337,10 +457,14 @@ class RealPass:
         pools: dict[PoolRecord, float],
     ) -> None:
         self.cap.take(hosts, bucket.per_slot, pools, job.limit_refs)
-        host_at = self.cap.hosts
-        names = dict(sorted((_name_of(host_at[i]), slots) for i, slots in hosts.items()))
+        names = self.cap.names
+        if len(hosts) == 1:
+            ((index, slots),) = hosts.items()
+            on = {names[index]: slots}
+        else:
+            on = dict(sorted([(names[i], slots) for i, slots in hosts.items()]))
         self.dispatch.append(
-            Dispatch(job=job.id, hosts=names, pools={p.resource: p.name for p in pools})
+            Dispatch(job=job.id, hosts=on, pools={p.resource: p.name for p in pools})
         )
 
     def _limit_pend(self, bucket: Bucket, job: PendingJob, failure: Failure) -> None:
@@ -358,14 +482,13 @@ class RealPass:
     ) -> None:
         """The bucket's jobs from `pos` on pend: for a limit if theirs is reached (the
         first check), else for `failure`."""
-        limited, rest = self.evaluator.split_limited(order[pos:], bucket.n)
-        for job, limit in limited:
-            self._limit_pend(bucket, job, limit)
+        if self.state.config.limits:
+            limited, rest = self.evaluator.split_limited(order[pos:], bucket.n)
+            for job, limit in limited:
+                self._limit_pend(bucket, job, limit)
+        else:
+            rest = order[pos:]
         if rest:
-            self.trace.append(TraceEntry(rest[0].id, "real", failure.check, failure.detail))
-            self.settled.append(Settled(bucket, rest, failure, len(self.trace) - 1))
-
-
-def _name_of(host: HostRecord | None) -> str:
-    assert host is not None  # a placement only names hosts that exist
-    return host.name
+            trace = self.trace
+            trace.append(TraceEntry(rest[0].id, "real", failure.check, failure.detail))
+            self.settled.append(Settled(bucket, rest, failure, len(trace) - 1))

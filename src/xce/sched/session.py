@@ -44,8 +44,7 @@ def run_session(state: SchedulerState, now: float, timer: Timer | None = None) -
         held = sorted(state.held.values(), key=lambda j: j.key)
         trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
         pending.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))
-    busy = {name for d in real.dispatch for name in d.hosts}
-    idle = idle_supply(state, now, busy, cap)
+    idle = idle_supply(state, now, real.dispatch, cap)
     ended = clock()
     stats = SessionStats(
         pending=len(state.pending) + len(state.held) - len(real.dispatch),

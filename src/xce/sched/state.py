@@ -6,6 +6,7 @@ refresh its caches). Nothing here does I/O or reads a clock.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -82,21 +83,30 @@ class SchedulerState:
         self.version = 0  # bumped by every event
         self.capacity_version = 0  # bumped by every event that may change what fits
         self.hosts: list[HostRecord | None] = []
+        self.names: list[str] = []  # host names by index ("" where none)
         self.host_by_name: dict[str, HostRecord] = {}
         self.free_slots: list[int] = []
         self.free_res: dict[str, list[float]] = {}
         self.open_free: set[int] = set()  # open hosts with a free slot
         self.provisioned: dict[int, HostRecord] = {}  # hosts that came from a template
         self.idle_provisioned: dict[int, HostRecord] = {}  # ... running nothing
+        # Whether idle_provisioned is in order of idle_since (it is when events come in
+        # time order, as the simulator feeds them): then the host idle the longest of
+        # a template is the first of it.
+        self.idle_in_order = True
+        self._idle_latest = -math.inf  # the latest idle_since of a host that went idle
         self.busy_slots = 0  # slots held by running jobs
         self.pools: dict[str, list[PoolRecord]] = {}
         self.queues: dict[str, Queue] = {}
         self.templates: dict[str, HostTemplate] = {}
+        self.ranked: tuple[HostTemplate, ...] = ()  # templates by (rank, name)
+        self.countable_pools: tuple[PoolRecord, ...] = ()  # pools tokens can be borrowed for
         self.limit_used: list[dict[tuple[str, str], list[int]]] = []  # [slots, jobs]
         self._limit_refs_cache: dict[tuple[str, str], tuple[LimitRef, ...]] = {}
         self.pending: dict[int, PendingJob] = {}
         self.held: dict[int, PendingJob] = {}
-        self.buckets: dict[BucketKey, Bucket] = {}
+        self.buckets: dict[BucketKey, Bucket] = {}  # buckets with pending jobs
+        self._bucket_cache: dict[BucketKey, Bucket] = {}  # every bucket made, for reuse
         self.running: dict[int, RunningJob] = {}
         self.indexes: dict[object, HostIndex] = {}  # derived views kept up to date
         self.alive: dict[str, int] = {}  # template -> hosts of it present
@@ -106,12 +116,44 @@ class SchedulerState:
         self.in_flight: dict[str, int] = {}  # template -> expected hosts not yet joined
         self.allowance: dict[str, int] = {}  # template -> runtime cap on new hosts
         self._submitted: dict[int, JobSpec] = {}  # pending, held and running specs
+        self._valid_res: set[str] = set()  # requirement strings checked against config
+        # (slots, free) -> the shared "not enough job slots" failure (realpass.Failure)
+        self.slot_failures: dict[tuple[int, int], object] = {}
         if config is not None:
             self.apply(ConfigLoaded(config=config))
 
     # ------------------------------------------------------------------ events
     def apply(self, event: Event) -> None:
         """Apply one event. Raises SubmitError / SchedulerInputError, changing nothing."""
+        if type(event) is JobSubmitted:  # the most frequent events, without `match`
+            self._submit(event.job)
+            self.version += 1
+            return
+        if type(event) is JobStarted:
+            self._start(event.job, event.hosts, event.pools, event.time)
+            self.version += 1
+            self.capacity_version += 1
+            return
+        if type(event) is JobFinished:
+            self._finish(event.job, event.time)
+            self.version += 1
+            self.capacity_version += 1
+            return
+        if type(event) is HostAdded:
+            self._add_host(event)
+        elif type(event) is HostStateChanged:
+            self._set_host_state(self._host(event.name), event.state)
+        elif type(event) is HostRemoved:
+            self._remove_host(self._host(event.name))
+        elif type(event) is SupplyChanged:
+            self._supply(event)
+        else:
+            self._apply_other(event)
+            return
+        self.version += 1
+        self.capacity_version += 1
+
+    def _apply_other(self, event: Event) -> None:
         match event:
             case JobSubmitted(job=spec):
                 self._submit(spec)
@@ -162,11 +204,14 @@ class SchedulerState:
             [*self.pending.values(), *self.held.values()], key=lambda j: j.key
         )
         self.config = config
+        self._valid_res = set()
         self.queues = {q.name: q for q in config.queues}
         self.templates = {t.name: t for t in config.catalog.templates}
+        self.ranked = tuple(sorted(config.catalog.templates, key=lambda t: (t.rank, t.name)))
         self._limit_refs_cache = {}
         self.virtual = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
+        self.names = []
         self.provisioned, self.busy_slots, self.alive = {}, 0, {}
         self.idle_provisioned = {}
         self._free_indices = []
@@ -197,12 +242,16 @@ class SchedulerState:
                     fresh.history = kept.history
                     if fresh.countable is not None:
                         fresh.headroom = kept.headroom
+        self.countable_pools = tuple(
+            pool for pools in self.pools.values() for pool in pools if pool.countable is not None
+        )
         self.in_flight = {
             name: count for name, count in self.in_flight.items()
             if any(t.name == name for t in config.catalog.templates)
         }
         self.limit_used = [{} for _ in config.limits]
         self.pending, self.held, self.buckets, self.running = {}, {}, {}, {}
+        self._bucket_cache = {}
         self._submitted = {}
         for spec in config.hosts:
             self._add_host_record(
@@ -221,7 +270,17 @@ class SchedulerState:
             self._submit(run.spec)
             names = {self._host_at(i).name: n for i, n in run.hosts.items()}
             self._start(run.spec.id, names, {r: p.name for r, p in run.pools.items()}, run.start)
+        self.idle_in_order, self._idle_latest = True, -math.inf
+        for record in self.idle_provisioned.values():
+            self._went_idle(record)
         self._hosts_changed()
+
+    def _went_idle(self, host: HostRecord) -> None:
+        """`host` was just added at the end of idle_provisioned."""
+        if host.idle_since < self._idle_latest:
+            self.idle_in_order = False
+        else:
+            self._idle_latest = host.idle_since
 
     def _hosts_changed(self, host: HostRecord | None = None, present: bool = True) -> None:
         """Hosts changed: drop the derived views, or update them for `host`."""
@@ -265,10 +324,12 @@ class SchedulerState:
         host = HostRecord(index, name, slots, type_, model, resources, template, state, time)
         if index == len(self.hosts):
             self.hosts.append(host)
+            self.names.append(name)
             self.free_slots.append(slots)
             for column in self.free_res.values():
                 column.append(0.0)
         self.hosts[index] = host
+        self.names[index] = name
         self.free_slots[index] = slots
         for res, column in self.free_res.items():
             value = resources.get(res, 0)
@@ -292,6 +353,8 @@ class SchedulerState:
         )
         if event.idle_since is not None:
             host.idle_since = event.idle_since
+        if template is not None:
+            self._went_idle(host)
         self._hosts_changed(host)
 
 
@@ -310,6 +373,7 @@ class SchedulerState:
                 "finish them first"
             )
         self.hosts[host.index] = None
+        self.names[host.index] = ""
         del self.host_by_name[host.name]
         if self.provisioned.pop(host.index, None) is not None and host.template is not None:
             self.alive[host.template] -= 1
@@ -389,13 +453,14 @@ class SchedulerState:
             raise SubmitError(f"unknown queue '{queue}'")
         if spec.n < 1:
             raise SubmitError(f"job {spec.id}: -n must be at least 1")
-        try:
-            req = parse(spec.res)
-            validate(req, self.config.resources)
-        except ResReqError as err:
-            raise SubmitError(str(err)) from err
-        if req.span_ptile is not None and req.span_ptile > spec.n:
-            pass  # LSF accepts it: all slots on one host
+        if spec.res not in self._valid_res:
+            try:
+                req = parse(spec.res)
+                validate(req, self.config.resources)
+            except ResReqError as err:
+                raise SubmitError(str(err)) from err
+            # (A span[ptile=N] larger than -n is accepted, as LSF does: all on one host.)
+            self._valid_res.add(spec.res)
         if queue != spec.queue:
             spec = msgspec.structs.replace(spec, queue=queue)
         return spec
@@ -404,6 +469,10 @@ class SchedulerState:
         key: BucketKey = (spec.queue, spec.n, spec.res)
         bucket = self.buckets.get(key)
         if bucket is None:
+            bucket = self._bucket_cache.get(key)
+            if bucket is not None:  # emptied before: the same requirements again
+                self.buckets[key] = bucket
+                return bucket
             req = parse(spec.res)
             resources = self.config.resources
             per_slot = tuple(
@@ -412,6 +481,7 @@ class SchedulerState:
             shared = tuple((r, a) for r, a in req.rusage if a > 0 and resources[r].shared)
             bucket = Bucket(key, self.queues[spec.queue], req, per_slot, shared)
             self.buckets[key] = bucket
+            self._bucket_cache[key] = bucket
         return bucket
 
     def limit_refs(self, user: str, queue: str) -> tuple[LimitRef, ...]:
@@ -452,6 +522,7 @@ class SchedulerState:
         job.bucket.remove(job_id)
         if not job.bucket.members:
             del self.buckets[job.bucket.key]
+            job.bucket.clear()
         return job
 
     def _hold(self, job_id: int, held: bool) -> None:
@@ -463,16 +534,20 @@ class SchedulerState:
     def _start(
         self, job_id: int, hosts: dict[str, int], pools: dict[str, str], time: float
     ) -> None:
-        if job_id not in self.pending:
+        job = self.pending.get(job_id)
+        if job is None:
             raise SchedulerInputError(f"job {job_id} is not pending")
-        job = self.pending[job_id]
         bucket = job.bucket
         assert bucket is not None
-        if sum(hosts.values()) != job.spec.n or any(n <= 0 for n in hosts.values()):
+        if sum(hosts.values()) != job.spec.n or (hosts and min(hosts.values()) <= 0):
             raise SchedulerInputError(
                 f"job {job_id}: hosts {hosts} do not add up to its {job.spec.n} slots"
             )
-        placed = {self._host(name).index: n for name, n in hosts.items()}
+        by_name = self.host_by_name
+        try:
+            placed = {by_name[name].index: n for name, n in hosts.items()}
+        except KeyError as err:
+            raise SchedulerInputError(f"unknown host '{err.args[0]}'") from None
         chosen: dict[str, PoolRecord] = {}
         for res, _amount in bucket.shared:
             chosen[res] = (
@@ -495,16 +570,20 @@ class SchedulerState:
         return pools[0]
 
     def _hold_capacity(self, run: RunningJob, sign: int, time: float) -> None:
-        slots_total = 0
         hosts, free_slots, open_free = self.hosts, self.free_slots, self.open_free
         idle, job_id, usage = self.idle_provisioned, run.spec.id, run.usage
-        for index, slots in run.hosts.items():
+        placed = run.hosts
+        slots_total = sum(placed.values())
+        if usage:
+            free_res = self.free_res
+            for res, per_slot in usage.items():
+                column = free_res[res]
+                for index, slots in placed.items():
+                    column[index] -= sign * per_slot * slots
+        for index, slots in placed.items():
             host = hosts[index]
             free = free_slots[index] - sign * slots
             free_slots[index] = free
-            slots_total += slots
-            for res, per_slot in usage.items():
-                self.free_res[res][index] -= sign * per_slot * slots
             if host is None:
                 continue
             running = host.running
@@ -518,6 +597,7 @@ class SchedulerState:
                     host.idle_since = time
                     if host.template is not None:
                         idle[index] = host
+                        self._went_idle(host)
             if free > 0 and host.state == OPEN_STATE:
                 open_free.add(index)
             else:

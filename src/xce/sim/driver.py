@@ -9,6 +9,7 @@ new), applies the session's dispatches, and runs the provisioning policy
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 import time as wallclock
@@ -30,7 +31,7 @@ from xce.model.events import (
 )
 from xce.model.jobs import JobSpec
 from xce.model.policy import PolicyConfig, ProviderModel, TokenModel
-from xce.model.result import SessionResult
+from xce.model.result import Demand, Idle, SessionResult
 from xce.policy import (
     Action,
     DecommissionHost,
@@ -52,6 +53,45 @@ from xce.sim.metrics import Metrics
 from xce.sim.providers import HostProvider, TokenPool
 from xce.sim.recording import Recorder
 from xce.sim.workload import Workload, WorkloadJob
+
+
+def quiet_memory(
+    demand: Demand,
+    idle: Idle,
+    memory: PolicyMemory,
+    policy: PolicyConfig,
+    in_flight: Mapping[str, int],
+    alive: Mapping[str, int],
+    joined: list[str],
+) -> PolicyMemory | None:
+    """When a policy round could decide nothing, the memory `decide` would return;
+    else None (run the round).
+
+    Precondition (the caller's): no failures, no idle host, and every provisioned
+    host the round is given is not open (`ok`) and not closed with nothing running,
+    so that none is drained or decommissioned. Then the round decides nothing when
+    there is no demand to count, no back-off to end, no minimum to keep and no idle
+    tokens.
+
+    The simulator skips such rounds; `decide` on the same input returns no action and
+    this memory (tests/test_perf_sim.py checks it against `decide`)."""
+    if memory.backoff_until or idle.resources:
+        return None
+    for entry in demand.hosts:
+        if entry.count > 0:
+            return None
+    for res in demand.resources:
+        if res.amount > 0:
+            return None
+    for name, minimum in policy.min_hosts.items():
+        if alive.get(name, 0) + in_flight.get(name, 0) < minimum:
+            return None
+    delay = memory.backoff_delay
+    if joined and any(template in delay for template in joined):
+        delay = {t: d for t, d in delay.items() if t not in joined}
+    elif not memory.demand_since:
+        return memory
+    return PolicyMemory({}, {}, dict(delay))
 
 
 class Simulator:
@@ -101,11 +141,17 @@ class Simulator:
             size = countable.max_borrow if model.pool is None else model.pool
             self.pools[key] = TokenPool(key, model, size)
         self.in_flight: dict[str, int] = {t: 0 for t in self.templates}
+        # template -> when its idle hosts fall due (the timer's reading of idle time)
+        self._idle_times = {
+            name: t.idle_time or config.catalog.idle_time for name, t in self.templates.items()
+        }
         self.tokens_in_flight: dict[str, float] = {k: 0.0 for k in self.pools}
         self.borrowed: dict[str, float] = {k: 0.0 for k in self.pools}
         self.provisioned: dict[str, tuple[str, float]] = {}  # host -> (template, joined)
         self.used_hosts: set[str] = set()
         self.closed: set[str] = set()  # provisioned hosts drained, not yet released
+        # provisioned hosts not drained -> when they joined, in join order
+        self._open_provisioned: dict[str, float] = {}
         self.failures: list[str] = []
         self.joined: list[str] = []
         self.actions_log: list[tuple[float, Action]] = []
@@ -120,21 +166,31 @@ class Simulator:
         self._token_clock = 0.0
         self._apply(ConfigLoaded(config=config))
         self._static_slots = sum(h.slots for h in config.hosts)
+        self._static_hosts = len(config.hosts)
         self._capacity_changes.append((0.0, float(self._static_slots)))
         hosts = self.state.live_hosts()
-        first_queue = config.queues[0].name
-        queues = {q.name for q in config.queues}
+        self._first_queue = config.queues[0].name
+        self._queues = {q.name for q in config.queues}
+        # Admission depends on the job's slots and requirement only: once per pair.
+        verdicts: dict[tuple[int, str], bool] = {}
+        arrivals: list[WorkloadJob] = []
         for job in workload.jobs:
-            if oversize(config, hosts, job.procs, job.res) is not None:
+            shape = (job.procs, job.res)
+            fits = verdicts.get(shape)
+            if fits is None:
+                fits = verdicts[shape] = oversize(config, hosts, job.procs, job.res) is None
+            if not fits:
                 self.metrics.too_large.append(job.id)
                 continue
             self._specs[job.id] = job
-            spec = JobSpec(
-                id=job.id, user=job.user or "nobody",
-                queue=job.queue if job.queue in queues else first_queue,
-                n=job.procs, res=job.res, submit=job.submit, run=job.run,
-            )
-            self.loop.at(job.submit, partial(self._submit, spec))
+            arrivals.append(job)
+        # Arrivals are a sorted stream merged into the event loop (each as an input
+        # scheduled before anything else), not hundreds of thousands of heap entries.
+        # (A stable sort by time: the order the heap would pop them in.)
+        now = self.loop.now
+        arrivals.sort(key=lambda j: max(j.submit, now))
+        self._arrivals = arrivals
+        self.loop.stream([max(j.submit, now) for j in arrivals], self._arrive)
         self.start_wall = wallclock.perf_counter()
         self.first_submit = workload.jobs[0].submit if workload.jobs else 0.0
 
@@ -163,6 +219,17 @@ class Simulator:
             self.loop.at(tick, partial(self._session, tick), SESSION)
 
     # ------------------------------------------------------------------ jobs
+    def _arrive(self, index: int) -> None:
+        job = self._arrivals[index]
+        queue = job.queue
+        self._submit(
+            JobSpec(
+                id=job.id, user=job.user or "nobody",
+                queue=queue if queue in self._queues else self._first_queue,
+                n=job.procs, res=job.res, submit=job.submit, run=job.run,
+            )
+        )
+
     def _submit(self, spec: JobSpec) -> None:
         self._apply(JobSubmitted(job=spec))
         self.metrics.submitted[spec.id] = spec.submit
@@ -197,15 +264,17 @@ class Simulator:
         self.last_result = result
         if self.recorder is not None:
             self.recorder.session(tick, result)
-        for d in result.dispatch:
-            self._apply(JobStarted(job=d.job, hosts=d.hosts, time=tick, pools=d.pools))
-            self.metrics.started.setdefault(d.job, tick)
-            for name in d.hosts:
-                self.used_hosts.add(name)
-            generation = self._run_gen.get(d.job, 0) + 1
-            self._run_gen[d.job] = generation
-            run = self._specs[d.job].run
-            self.loop.at(tick + run, partial(self._finish, d.job, generation))
+        if result.dispatch:
+            started, used_hosts, run_gen = self.metrics.started, self.used_hosts, self._run_gen
+            specs, at, finish = self._specs, self.loop.at, self._finish
+            for d in result.dispatch:
+                job = d.job
+                self._apply(JobStarted(job=job, hosts=d.hosts, time=tick, pools=d.pools))
+                started.setdefault(job, tick)
+                used_hosts.update(d.hosts)
+                generation = run_gen.get(job, 0) + 1
+                run_gen[job] = generation
+                at(tick + specs[job].run, partial(finish, job, generation))
         self._policy_round(result)
         self._sample(result)
         self._schedule_timer()
@@ -213,20 +282,28 @@ class Simulator:
     def _sample(self, result: SessionResult) -> None:
         state = self.state
         closed = len(self.closed)
-        used = sum(p.used for pools in state.pools.values() for p in pools if p.countable)
-        self.metrics.series.add(
-            time=result.now, pending=len(state.pending) + len(state.held),
-            running=len(state.running), busy_slots=float(state.busy_slots),
-            static_hosts=len(self.config.hosts), provisioned_hosts=len(state.provisioned) - closed,
-            closed_hosts=closed, in_flight_hosts=sum(self.in_flight.values()),
-            demand_hosts=sum(h.count for h in result.demand.hosts),
-            tokens_borrowed=sum(self.borrowed.values()), tokens_used=used,
+        demand = result.demand.hosts
+        self.metrics.series.add_row(
+            result.now, len(state.pending) + len(state.held), len(state.running),
+            float(state.busy_slots), self._static_hosts, len(state.provisioned) - closed,
+            closed, sum(self.in_flight.values()),
+            sum([h.count for h in demand]) if demand else 0,
+            sum(self.borrowed.values()), sum([p.used for p in state.countable_pools]),
         )
 
     # ------------------------------------------------------------------ policy
     def _policy_round(self, result: SessionResult) -> None:
         if not self.templates and not self.pools:
             return
+        if not self.failures and not result.idle.hosts and self._nothing_to_reclaim():
+            quiet = quiet_memory(
+                result.demand, result.idle, self.memory, self.policy, self.in_flight,
+                self.state.alive, self.joined,
+            )
+            if quiet is not None:  # the round would decide nothing: no need to run it
+                self.memory = quiet
+                self.joined = []
+                return
         inp = PolicyInput(
             now=result.now, demand=result.demand, idle=result.idle,
             hosts=self._reclaim_candidates(result), in_flight=dict(self.in_flight),
@@ -239,12 +316,37 @@ class Simulator:
             self.actions_log.append((result.now, action))
             self._act(action)
 
+    def _nothing_to_reclaim(self) -> bool:
+        """Whether no closed host nor host past its maximum lifetime is one a policy
+        round could act on: each is drained already and still runs jobs (with no idle
+        host, a round then drains and decommissions nothing).
+
+        Provisioned hosts change state only here (drained: closed), so a host not in
+        `closed` is open; a closed host that runs nothing is an idle provisioned host
+        of the scheduler state."""
+        closed = self.closed
+        if closed:
+            for host in self.state.idle_provisioned.values():
+                if host.name in closed:
+                    return False  # drained and empty: it would be decommissioned
+        lifetime = self.policy.max_lifetime
+        # The open host that joined first: past its lifetime, it would be drained.
+        return not (
+            lifetime > 0 and self._open_provisioned
+            and next(iter(self._open_provisioned.values())) + lifetime <= self.now
+        )
+
     def _reclaim_candidates(self, result: SessionResult) -> list[ProvisionedHost]:
         """The provisioned hosts a policy round may act on: closed, idle, or past their
         maximum lifetime (`provisioned` is in join order, so those are a prefix)."""
+        lifetime = self.policy.max_lifetime
+        if not result.idle.hosts and not self.closed and (
+            lifetime <= 0 or not self.provisioned
+            or next(iter(self.provisioned.values()))[1] + lifetime > self.now
+        ):
+            return []
         by_name = self.state.host_by_name
         names = {h.host for h in result.idle.hosts} | self.closed
-        lifetime = self.policy.max_lifetime
         if lifetime > 0:
             for name, (_template, joined) in self.provisioned.items():
                 if joined + lifetime > self.now:
@@ -269,6 +371,7 @@ class Simulator:
             case DrainHost(host=host):
                 self._apply(HostStateChanged(name=host, state="closed", time=self.now))
                 self.closed.add(host)
+                self._open_provisioned.pop(host, None)
                 self._dirty()
             case DecommissionHost(host=host):
                 self._release(host, lost=False)
@@ -317,6 +420,7 @@ class Simulator:
             )
         )
         self.provisioned[host] = (name, self.now)
+        self._open_provisioned[host] = self.now
         self._capacity_changes.append((self.now, float(template.slots)))
         self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + 1
         self.joined.append(name)
@@ -350,6 +454,7 @@ class Simulator:
     def _release(self, host: str, lost: bool) -> None:
         template, joined = self.provisioned.pop(host)
         self.closed.discard(host)
+        self._open_provisioned.pop(host, None)
         self._apply(HostRemoved(name=host, time=self.now))
         slots = self.templates[template].slots
         self._capacity_changes.append((self.now, -float(slots)))
@@ -398,27 +503,59 @@ class Simulator:
         """Wake up when something becomes due without any input: an idle host passes
         its idle time, demand passes the persistence threshold, a back-off ends, a
         host reaches its maximum lifetime, borrowed tokens pass their idle time."""
+        if not self.templates and not self.pools:
+            return  # no supply, no policy: nothing ever falls due
         now = self.now
-        due: list[float] = []
-        catalog = self.config.catalog
-        for host in self.state.idle_provisioned.values():
-            if host.state == "ok" and host.template is not None:
-                idle_time = self.templates[host.template].idle_time or catalog.idle_time
-                due.append(host.idle_since + idle_time)
-        if self.policy.max_lifetime > 0 and self.provisioned:
+        state = self.state
+        idle_times = self._idle_times
+        # The soonest of everything that falls due after now (None: nothing does).
+        when: float | None = None
+        if state.idle_in_order:
+            # Hosts are in order of idle time: per template, the first open one that is
+            # not due yet is its soonest.
+            left = len(idle_times)
+            seen: set[str] = set()
+            for host in state.idle_provisioned.values():
+                template = host.template
+                if host.state == "ok" and template is not None and template not in seen:
+                    at = host.idle_since + idle_times[template]
+                    if at > now:
+                        if when is None or at < when:
+                            when = at
+                        seen.add(template)
+                        left -= 1
+                        if not left:
+                            break
+        else:
+            for host in state.idle_provisioned.values():
+                if host.state == "ok" and host.template is not None:
+                    at = host.idle_since + idle_times[host.template]
+                    if at > now and (when is None or at < when):
+                        when = at
+        policy, memory = self.policy, self.memory
+        if policy.max_lifetime > 0 and self.provisioned:
             _template, oldest = next(iter(self.provisioned.values()))
-            due.append(oldest + self.policy.max_lifetime)
-        due.extend(since + self.policy.persistence for since in self.memory.demand_since.values())
-        due.extend(self.memory.backoff_until.values())
+            at = oldest + policy.max_lifetime
+            if at > now and (when is None or at < when):
+                when = at
+        if memory.demand_since:
+            persistence = policy.persistence
+            for since in memory.demand_since.values():
+                at = since + persistence
+                if at > now and (when is None or at < when):
+                    when = at
+        for at in memory.backoff_until.values():
+            if at > now and (when is None or at < when):
+                when = at
         for key, amount in self.borrowed.items():
             if amount > 0:
-                pool = self.state.pool_by_key(key)
+                pool = state.pool_by_key(key)
                 if pool.countable is not None:
-                    due.append(now + pool.countable.idle_time)
-        future = [t for t in due if t > now]
-        if not future:
+                    at = now + pool.countable.idle_time
+                    if at > now and (when is None or at < when):
+                        when = at
+        if when is None:
             return
-        when = min(future)
         if self._timer_at is not None and self._timer_at <= when and self._timer_at > now:
             return
         self._timer_at = when
@@ -433,19 +570,32 @@ class Simulator:
     def run(
         self, until: float | None = None, progress: Callable[[float], None] | None = None
     ) -> None:
-        """Run until the workload is done (or simulated time `until`)."""
+        """Run until the workload is done (or simulated time `until`).
+
+        The cyclic garbage collector is paused meanwhile: a run makes next to no
+        reference cycles, and collections would rescan its many live objects."""
         loop = self.loop
-        steps = 0
-        while True:
-            nxt = loop.next_time()
-            if nxt is None or (until is not None and nxt > until):
-                break
-            if self.done:
-                break  # only wake-ups are left and nothing is waiting for them
-            loop.step()
-            steps += 1
-            if progress is not None and steps % 4096 == 0:
-                progress(loop.now)
+        step, over = loop.step, self._over
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            steps = 0
+            while True:
+                if until is not None:
+                    nxt = loop.next_time()
+                    if nxt is None or nxt > until:
+                        break
+                if not loop.work and over():
+                    break  # only wake-ups are left and nothing is waiting for them
+                if not step():
+                    break
+                if progress is not None:
+                    steps += 1
+                    if steps % 4096 == 0:
+                        progress(loop.now)
+        finally:
+            if paused:
+                gc.enable()
         if until is not None and loop.now < until and loop.next_time() is None:
             loop.now = until
 
@@ -455,6 +605,10 @@ class Simulator:
         supply is held or coming: the run is over."""
         if self.loop.work:
             return False
+        return self._over()
+
+    def _over(self) -> bool:
+        """No job waits or runs and no supply is held or coming."""
         state = self.state
         return not (
             state.pending or state.held or state.running or self.provisioned

@@ -29,10 +29,27 @@ class TimeSeries:
 
     def __init__(self) -> None:
         self.columns: dict[str, array[float]] = {f: array("d") for f in self.FIELDS}
+        self._appends = [self.columns[f].append for f in self.FIELDS]
 
-    def add(self, **values: float) -> None:
-        for name, column in self.columns.items():
-            column.append(values[name])
+    def add_row(
+        self, time: float, pending: float, running: float, busy_slots: float,
+        static_hosts: float, provisioned_hosts: float, closed_hosts: float,
+        in_flight_hosts: float, demand_hosts: float, tokens_borrowed: float,
+        tokens_used: float,
+    ) -> None:
+        """One sample, the values in the order of FIELDS."""
+        (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) = self._appends
+        a0(time)
+        a1(pending)
+        a2(running)
+        a3(busy_slots)
+        a4(static_hosts)
+        a5(provisioned_hosts)
+        a6(closed_hosts)
+        a7(in_flight_hosts)
+        a8(demand_hosts)
+        a9(tokens_borrowed)
+        a10(tokens_used)
 
 
 class Metrics:
