@@ -9,13 +9,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from xce.config.loader import load_config_text
 from xce.model.result import demand_json, idle_json
 from xce.policy import PolicyInput, PolicyMemory, decide
 from xce.provisioner.round import policy_input
-from xce.sim import driver
 from xce.sim.driver import Simulator
 from xce.sim.workload import load_workload
 
@@ -63,20 +60,20 @@ def controller_hosts(inp: PolicyInput) -> list[dict[str, Any]]:
     return shown
 
 
-def test_sim_rounds_replayed_through_the_live_path(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sim_rounds_replayed_through_the_live_path(tmp_path: Path) -> None:
     rounds: list[tuple[PolicyInput, PolicyMemory, list[Any]]] = []
-    real = driver.decide
+    real = decide
 
     def recording(inp: PolicyInput, memory: PolicyMemory, *args: Any) -> Any:
         actions, after = real(inp, memory, *args)
         rounds.append((inp, memory, actions))
         return actions, after
 
-    monkeypatch.setattr(driver, "decide", recording)
     config = load_config_text(textwrap.dedent(CLUSTER), "cluster.yaml")
     (tmp_path / "jobs.yaml").write_text(JOBS)
-    Simulator(config, load_workload(tmp_path / "jobs.yaml")).run()
+    sim = Simulator(config, load_workload(tmp_path / "jobs.yaml"))
+    sim.decide = recording
+    sim.run()
     acted = [r for r in rounds if r[2]]
     assert len(acted) >= 5, "the run should request, drain and decommission hosts"
     kinds = {type(a).__name__ for _, _, actions in acted for a in actions}

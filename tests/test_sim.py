@@ -25,7 +25,6 @@ from xce.cli.main import main
 from xce.config import load_config_text
 from xce.model.cluster import ClusterConfig
 from xce.model.events import JobFinished, JobRequeued
-from xce.model.jobs import JobSpec
 from xce.policy import DecommissionHost, DrainHost, RequestHosts, SetAllowance
 from xce.sim.driver import Simulator
 from xce.sim.recording import Recorder, read_recording
@@ -352,20 +351,15 @@ def test_token_borrowing_for_license_bound_yaml_jobs(tmp_path):
     check_token_run(sim, summary)
 
 
-class LicenseBound(Simulator):
-    """Gives every submitted job `rusage[vcs=1]`: the driver's token path on its own,
-    whatever the workload reader accepts."""
-
-    def _submit(self, spec: JobSpec) -> None:
-        super()._submit(msgspec.structs.replace(spec, res="rusage[vcs=1]"))
-
-
 def test_token_borrowing_driver_path(tmp_path):
+    """Every job of the workload given `rusage[vcs=1]` after reading it: the driver's
+    token path on its own, whatever the workload reader accepts."""
     jobs = workload(tmp_path, """
         jobs:
           - {ids: "1-3", submit: 0, run: 100, n: 1}
     """)
-    sim = LicenseBound(cluster(TOKENS), jobs)
+    jobs.jobs = [msgspec.structs.replace(job, res="rusage[vcs=1]") for job in jobs.jobs]
+    sim = Simulator(cluster(TOKENS), jobs)
     sim.run()
     check_token_run(sim, sim.summary())
 

@@ -199,8 +199,10 @@ class CatalogPass:
                 heap.append((s.members[0].key, seq, s, 0))
         heapq.heapify(heap)
         budget, try_job = self.budget, self.try_job
+        limits = self.state.config.limits
+        heappop, heappush = heapq.heappop, heapq.heappush
         while heap:
-            _key, seq, s, pos = heapq.heappop(heap)
+            _key, seq, s, pos = heappop(heap)
             if self.evaluated >= budget:
                 results.append((s, s.members[pos:], None))
                 self._note(
@@ -221,16 +223,18 @@ class CatalogPass:
                 elif isinstance(outcome, Failure) and outcome.kind == LIMIT:
                     results.append((s, [job], outcome))  # only this job's user or queue
                 else:
-                    limited, rest = self.evaluator.split_limited(members[pos:], s.bucket.n)
-                    for held, why in limited:
-                        self._note_limit(s, held, why)
-                        results.append((s, [held], why))
+                    rest = members[pos:] if pos else members
+                    if limits:
+                        limited, rest = self.evaluator.split_limited(rest, s.bucket.n)
+                        for held, why in limited:
+                            self._note_limit(s, held, why)
+                            results.append((s, [held], why))
                     results.append((s, rest, outcome))
                     pos = end
                     break
                 pos += 1
             if pos < end:
-                heapq.heappush(heap, (members[pos].key, seq, s, pos))
+                heappush(heap, (members[pos].key, seq, s, pos))
         return results
 
     def trace_indices(self, bucket: Bucket) -> list[int]:

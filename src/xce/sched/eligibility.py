@@ -23,7 +23,8 @@ class Eligible:
         self.matching: set[int] = set()  # whatever their state
         self.open: set[int] = set()
         # A session's view of these hosts: (its capacity, the capacity's version, the
-        # open ones with a free slot, their free slots in all); see Evaluator.fit.
+        # open ones with a free slot, their free slots in all or -1 until summed); see
+        # Evaluator.fit and Evaluator.free_on.
         self.cands: tuple[object, int, list[int], int] | None = None
 
     def host_changed(self, host: HostRecord, present: bool) -> None:

@@ -112,12 +112,11 @@ class Evaluator:
 
     def candidates(self, bucket: Bucket) -> list[int] | Failure:
         """Open eligible hosts with a free slot, or why there are none at all."""
-        found = self.fit(bucket)
-        return found if isinstance(found, Failure) else found[0]
+        return self.fit(bucket)
 
-    def fit(self, bucket: Bucket) -> Failure | tuple[list[int], int]:
-        """Open eligible hosts with a free slot and their free slots in all, or why
-        there are no eligible open hosts at all."""
+    def fit(self, bucket: Bucket) -> Failure | list[int]:
+        """Open eligible hosts with a free slot, or why there are no eligible open
+        hosts at all (the view is kept on the Eligible: see free_on)."""
         elig = bucket.eligible
         if elig is None:
             elig = bucket.eligible = eligible(self.state, bucket.queue, bucket.req.select)
@@ -131,16 +130,25 @@ class Evaluator:
         cap = self.cap
         cached = elig.cands
         if cached is not None and cached[0] is cap and cached[1] == cap.version:
-            return cached[2], cached[3]
+            return cached[2]
         free = cap.open_free
         if len(free) < len(opened):
             cands = [i for i in free if i in opened]
         else:
             cands = [i for i in opened if i in free]
-        free_slots = cap.free_slots
-        total = sum([free_slots[i] for i in cands])
-        elig.cands = (cap, cap.version, cands, total)
-        return cands, total
+        elig.cands = (cap, cap.version, cands, -1)
+        return cands
+
+    def free_on(self, elig: Eligible, cands: list[int]) -> int:
+        """The free slots of `cands`, the eligible hosts' view fit just made (summed
+        once per view)."""
+        cached = elig.cands
+        assert cached is not None and cached[2] is cands
+        if cached[3] < 0:
+            free_slots = self.cap.free_slots
+            elig.cands = (*cached[:3], sum([free_slots[i] for i in cands]))
+            return elig.cands[3]
+        return cached[3]
 
     def slots_failure(self, n: int, free: int) -> Failure:
         """The failure of a job of `n` slots with only `free` free on its eligible
@@ -251,6 +259,8 @@ class Evaluator:
         than the job needs on its eligible hosts (then no placement exists: what
         `try_place` would find, sooner). Else the candidate hosts to try."""
         cap = self.cap
+        # A failure found by an earlier session on the very same capacity: nothing that
+        # decides fit has changed since, and nothing was reserved before it this session.
         known = bucket.failure
         if known is not None and cap.version == 0 and known[0] == self.state.capacity_version:
             assert isinstance(known[1], Failure)
@@ -258,13 +268,18 @@ class Evaluator:
         elig = bucket.eligible
         cached = elig.cands if isinstance(elig, Eligible) else None
         if cached is not None and cached[0] is cap and cached[1] == cap.version:
-            cands, free = cached[2], cached[3]  # (Evaluator.fit, without the call)
+            cands = cached[2]  # (Evaluator.fit, without the call)
         else:
             found = self.fit(bucket)
             if isinstance(found, Failure):
                 return self.remember(bucket, found)
-            cands, free = found
-        if free < bucket.n:
+            cands = found
+        n = bucket.n
+        if len(cands) >= n:
+            return cands  # every candidate has a free slot: they hold the job's slots
+        assert isinstance(bucket.eligible, Eligible)
+        free = self.free_on(bucket.eligible, cands)
+        if free < n:
             failure = self.state.slot_failures.get((bucket.n, free))
             if not isinstance(failure, Failure):
                 failure = self.slots_failure(bucket.n, free)
@@ -272,17 +287,6 @@ class Evaluator:
                 bucket.failure = (self.state.capacity_version, failure)
             return failure
         return cands
-
-    def known_failure(self, bucket: Bucket) -> Failure | None:
-        """A failure found by an earlier session on the very same capacity: nothing that
-        decides fit has changed since, and nothing was reserved before it this session."""
-        known = bucket.failure
-        if known is not None and self.cap.version == 0 and (
-            known[0] == self.state.capacity_version
-        ):
-            assert isinstance(known[1], Failure)
-            return known[1]
-        return None
 
     def remember(self, bucket: Bucket, failure: Failure) -> Failure:
         if self.cap.version == 0:

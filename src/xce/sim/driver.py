@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from xce.model.cluster import ClusterConfig, HostTemplate
+from xce.model.cluster import Catalog, ClusterConfig, HostTemplate
 from xce.model.events import (
     ConfigLoaded,
     Event,
@@ -118,6 +118,11 @@ class Simulator:
         self.loop = EventLoop()
         self.state = SchedulerState()
         self.metrics = Metrics()
+        # The provisioning policy's round (observers may wrap it: a compiled module's
+        # globals cannot be patched).
+        self.decide: Callable[
+            [PolicyInput, PolicyMemory, PolicyConfig, Catalog], tuple[list[Action], PolicyMemory]
+        ] = decide
         self.memory = PolicyMemory()
         self.templates: dict[str, HostTemplate] = {t.name: t for t in config.catalog.templates}
         self.providers = {
@@ -311,7 +316,7 @@ class Simulator:
             failures=self.failures, joined=self.joined,
         )
         self.failures, self.joined = [], []
-        actions, self.memory = decide(inp, self.memory, self.policy, self.config.catalog)
+        actions, self.memory = self.decide(inp, self.memory, self.policy, self.config.catalog)
         for action in actions:
             self.actions_log.append((result.now, action))
             self._act(action)
