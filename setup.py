@@ -24,7 +24,6 @@ COMPILED = [
     "src/xce/sim/driver.py",
     "src/xce/sim/loop.py",
     "src/xce/sim/metrics.py",
-    "src/xce/sim/providers.py",
     "src/xce/sim/workload.py",
 ]
 

@@ -38,7 +38,10 @@ from xce.tuning import settle_heap
 path, elastic = sys.argv[1], float(sys.argv[2])
 started = time.perf_counter(); cpu = time.process_time()
 workload = load_workload(path)
-simulator = Simulator(sized_cluster(workload, elastic=elastic), workload)
+try:  # without pend reasons, as `xce sim run` (older code has no such option)
+    simulator = Simulator(sized_cluster(workload, elastic=elastic), workload, reasons=False)
+except TypeError:
+    simulator = Simulator(sized_cluster(workload, elastic=elastic), workload)
 settle_heap()
 simulator.run()
 summary = simulator.summary()

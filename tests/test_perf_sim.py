@@ -7,7 +7,8 @@
   the same times, as if each had been scheduled with `at` before anything else.
 * `SchedulerState.idle_in_order`: when set, idle provisioned hosts are in order of
   idle time (the simulator's timer relies on it).
-* The plain-bucket placement (`spread` over `default_ranked`) is `place`'s.
+* The plain-bucket placement (`spread` over `default_ranked`) is `place`'s; the
+  state's `name_order` holds the hosts present, by name.
 """
 
 from __future__ import annotations
@@ -224,6 +225,9 @@ def test_idle_in_order_means_idle_hosts_are_in_order_of_idle_time(
         if state.idle_in_order:
             since = [h.idle_since for h in state.idle_provisioned.values()]
             assert since == sorted(since)
+        # Hosts come and go (their indices reused): the name order follows them.
+        present = [h.index for h in state.hosts if h is not None]
+        assert state.name_order == sorted(present, key=lambda i: state.names[i])
 
 
 # ----------------------------------------------------------------------------- placement
@@ -248,7 +252,8 @@ def capacities(draw: st.DrawFn) -> tuple[SchedulerState, list[int], int]:
         if used:
             state.apply(JobSubmitted(job=JobSpec(id=i + 1, user="u", queue="normal", n=used)))
             state.apply(JobStarted(job=i + 1, hosts={names[i]: used}, time=0.0))
-    cands = sorted(state.open_free)
+    cands = sorted(draw(st.sets(st.sampled_from(sorted(state.open_free)), min_size=1))
+                   if state.open_free else [])
     total = sum(state.free_slots[i] for i in cands)
     return state, cands, draw(st.integers(2, max(2, total)))
 
@@ -258,11 +263,17 @@ def capacities(draw: st.DrawFn) -> tuple[SchedulerState, list[int], int]:
 def test_plain_placement_is_place(drawn: tuple[SchedulerState, list[int], int]) -> None:
     state, cands, n = drawn
     cap = Capacity(state)
-    fast = spread(default_ranked(cands, cap.free_slots, cap.names), cap.free_slots.__getitem__, n)
+    fast = spread(default_ranked(cands, cap.free_slots, cap.names, cap.name_order),
+                  cap.free_slots.__getitem__, n)
     slow = place(Room(cap, cands, ()), n, None, None, HostOrder(cap, ()))
     assert fast == slow
     if slow is not None:
         assert list(fast or {}) == list(slow)  # the same hosts, in the same order
     # The default order itself: most free slots first, then by name.
     expected = sorted(cands, key=lambda i: (-cap.free_slots[i], cap.names[i]))
-    assert default_ranked(cands, cap.free_slots, cap.names) == expected
+    assert default_ranked(cands, cap.free_slots, cap.names, cap.name_order) == expected
+    # Whether it sorts the names or takes the state's name order (fewer candidates).
+    assert default_ranked(cands, cap.free_slots, cap.names, []) == expected
+    # The state's name order: every host present, by name.
+    present = [h.index for h in state.hosts if h is not None]
+    assert state.name_order == sorted(present, key=lambda i: state.names[i])

@@ -65,11 +65,12 @@ def _provider_kinds(cluster: str | None, config: ClusterConfig,
 
 
 def _simulator(config: ClusterConfig, workload: Workload, kinds: ProviderKinds | None,
-               seed: int | None, recorder: Recorder | None = None) -> Simulator:
+               seed: int | None, recorder: Recorder | None = None,
+               reasons: bool = True) -> Simulator:
     if kinds is None:
-        return Simulator(config, workload, seed=seed, recorder=recorder)
+        return Simulator(config, workload, seed=seed, recorder=recorder, reasons=reasons)
     return Simulator(kinds.cluster, workload, seed=seed, recorder=recorder,
-                     host_providers=kinds.host_providers())
+                     host_providers=kinds.host_providers(), reasons=reasons)
 
 
 providers_option = click.option(
@@ -113,7 +114,7 @@ def run(cluster: str | None, workload_path: str, start: float | None, end: float
     config = _cluster(cluster, workload, elastic)
     kinds = _provider_kinds(cluster, config, providers_path)
     recorder = Recorder(record) if record else None
-    simulator = _simulator(config, workload, kinds, seed, recorder)
+    simulator = _simulator(config, workload, kinds, seed, recorder, reasons=False)
     settle_heap()
     total = workload.jobs[-1].submit if workload.jobs else 0.0
     shown = [time.monotonic()]

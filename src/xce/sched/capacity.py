@@ -23,6 +23,7 @@ class Capacity:
         "hosts",
         "limit_delta",
         "limit_used",
+        "name_order",
         "names",
         "open_free",
         "pool_free",
@@ -37,6 +38,7 @@ class Capacity:
         self.open_free = state.open_free
         self._owned = False
         self.names = state.names  # names of real hosts by index (not of virtual hosts)
+        self.name_order = state.name_order  # real hosts by name
         self.free_slots = list(state.free_slots)
         self.free_res = {res: list(col) for res, col in state.free_res.items()}
         self.pool_free: dict[PoolRecord, float] = (

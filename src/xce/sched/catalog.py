@@ -142,7 +142,7 @@ class CatalogPass:
         state: SchedulerState,
         cap: Capacity,
         evaluator: Evaluator,
-        trace: list[TraceEntry],
+        trace: list[TraceEntry] | None,
     ) -> None:
         self.state = state
         self.cap = cap
@@ -247,8 +247,11 @@ class CatalogPass:
             self._note(s, job, "limit", failure.reason)
 
     def _note(self, s: Settled, job: PendingJob, check: str, detail: str) -> None:
-        self.trace.append(TraceEntry(job.id, "catalog", check, detail))
-        self._trace_of.setdefault(id(s.bucket), []).append(len(self.trace) - 1)
+        trace = self.trace
+        if trace is None:  # nothing traced (a session without pend reasons)
+            return
+        trace.append(TraceEntry(job.id, "catalog", check, detail))
+        self._trace_of.setdefault(id(s.bucket), []).append(len(trace) - 1)
 
     # ------------------------------------------------------------------ one job
     def try_job(self, s: Settled, job: PendingJob) -> Outcome:

@@ -28,16 +28,22 @@ def _idle_hosts(state: SchedulerState, now: float, busy: set[str], hosts: list[I
     names the hosts given work this session), by name."""
     catalog = state.config.catalog
     templates = state.templates
+    limits = {
+        name: catalog.idle_time if t.idle_time is None else t.idle_time
+        for name, t in templates.items()
+    }
+    # In order of idle time with one idle time for all: the first host not idle long
+    # enough ends the search (every later one went idle after it).
+    ordered = state.idle_in_order and len({catalog.idle_time, *limits.values()}) == 1
     for host in state.idle_provisioned.values():
         if host.template is None or not host.is_open:
             continue
-        if host.name in busy:
-            continue
-        template = templates.get(host.template)
-        limit = catalog.idle_time
-        if template is not None and template.idle_time is not None:
-            limit = template.idle_time
+        limit = limits.get(host.template, catalog.idle_time)
         idle_for = now - host.idle_since
-        if idle_for >= limit:
+        if idle_for < limit:
+            if ordered:
+                break
+            continue
+        if host.name not in busy:
             hosts.append(IdleHost(host.name, host.template, idle_for))
     hosts.sort(key=lambda h: h.host)

@@ -183,8 +183,8 @@ class Evaluator:
         if bucket.plain:
             # What place() finds for it, without the views: every candidate's free
             # slots are usable, and they add up to enough (quick_failure).
-            placed = spread(default_ranked(cands, cap.free_slots, cap.names),
-                            cap.free_slots.__getitem__, bucket.n)
+            ranked = default_ranked(cands, cap.free_slots, cap.names, cap.name_order)
+            placed = spread(ranked, cap.free_slots.__getitem__, bucket.n)
             if placed is not None:
                 return placed, {}
         req = bucket.req
@@ -297,7 +297,11 @@ class Evaluator:
 class RealPass:
     """Runs the real pass; collects dispatches, settled buckets and the trace."""
 
-    def __init__(self, state: SchedulerState, cap: Capacity, trace: list[TraceEntry]) -> None:
+    def __init__(
+        self, state: SchedulerState, cap: Capacity, trace: list[TraceEntry] | None
+    ) -> None:
+        """`trace`: where to record why buckets settled; None records nothing (a
+        session without pend reasons)."""
         self.state = state
         self.cap = cap
         self.evaluator = Evaluator(state, cap)
@@ -320,7 +324,7 @@ class RealPass:
         heapq.heapify(heap)
         heappop, quick_failure = heapq.heappop, self.evaluator.quick_failure
         limits = self.state.config.limits
-        trace, settled = self.trace, self.settled
+        settled, traced = self.settled, self._traced
         while heap:
             _key, seq, bucket, order, pos = heappop(heap)
             cands = None
@@ -330,8 +334,7 @@ class RealPass:
                 found = quick_failure(bucket)
                 if isinstance(found, Failure):
                     self.evaluations += 1
-                    trace.append(TraceEntry(order[pos].id, "real", found.check, found.detail))
-                    settled.append(Settled(bucket, order[pos:], found, len(trace) - 1))
+                    settled.append(Settled(bucket, order[pos:], found, traced(order[pos], found)))
                     continue
                 cands = found
             pos = self._run(bucket, order, pos, heap[0][0] if heap else None, cands)
@@ -475,8 +478,7 @@ class RealPass:
         """A job whose user or queue is at a limit: it pends, its bucket goes on."""
         group = self._limited.get((id(bucket), failure.reason))
         if group is None:
-            self.trace.append(TraceEntry(job.id, "real", failure.check, failure.detail))
-            group = Settled(bucket, [], failure, len(self.trace) - 1)
+            group = Settled(bucket, [], failure, self._traced(job, failure))
             self._limited[(id(bucket), failure.reason)] = group
             self.settled.append(group)
         group.members.append(job)
@@ -493,6 +495,13 @@ class RealPass:
         else:
             rest = order[pos:]
         if rest:
-            trace = self.trace
-            trace.append(TraceEntry(rest[0].id, "real", failure.check, failure.detail))
-            self.settled.append(Settled(bucket, rest, failure, len(trace) - 1))
+            self.settled.append(Settled(bucket, rest, failure, self._traced(rest[0], failure)))
+
+    def _traced(self, job: PendingJob, failure: Failure) -> int:
+        """Trace why `job` (and its bucket after it) pends; the entry's index, or -1
+        when nothing is traced."""
+        trace = self.trace
+        if trace is None:
+            return -1
+        trace.append(TraceEntry(job.id, "real", failure.check, failure.detail))
+        return len(trace) - 1

@@ -20,27 +20,32 @@ def _no_timer() -> float:
     return 0.0
 
 
-def run_session(state: SchedulerState, now: float, timer: Timer | None = None) -> SessionResult:
+def run_session(
+    state: SchedulerState, now: float, timer: Timer | None = None, reasons: bool = True
+) -> SessionResult:
     """Decide which pending jobs start where, why the others wait, what more supply
     would let them run (demand) and what supply is idle.
 
     Pure: reads `state` (refreshing only its caches) and `now`; `timer`, if given, is
     used only to fill the statistics (the driver passes a clock; tests need not).
+    `reasons=False` leaves the pend groups and the trace out (`pending` and `trace`
+    are empty): a caller that never reads why jobs wait (a simulator run that records
+    nothing) saves building them; every decision is the same.
     """
     clock = timer or _no_timer
     started = clock()
     trace: list[TraceEntry] = []
     cap = Capacity(state)
-    real = RealPass(state, cap, trace)
+    real = RealPass(state, cap, trace if reasons else None)
     real.run()
     real_done = clock()
 
-    catalog = CatalogPass(state, cap, real.evaluator, trace)
+    catalog = CatalogPass(state, cap, real.evaluator, trace if reasons else None)
     outcomes = catalog.run(real.settled)
     catalog_done = clock()
 
-    pending: list[PendGroup] = pend_groups(catalog, outcomes)
-    if state.held:
+    pending: list[PendGroup] = pend_groups(catalog, outcomes) if reasons else []
+    if state.held and reasons:
         held = sorted(state.held.values(), key=lambda j: j.key)
         trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
         pending.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))

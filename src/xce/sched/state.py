@@ -7,6 +7,7 @@ refresh its caches). Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 import math
+from bisect import insort
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -84,6 +85,7 @@ class SchedulerState:
         self.capacity_version = 0  # bumped by every event that may change what fits
         self.hosts: list[HostRecord | None] = []
         self.names: list[str] = []  # host names by index ("" where none)
+        self.name_order: list[int] = []  # indices of the hosts present, by name
         self.host_by_name: dict[str, HostRecord] = {}
         self.free_slots: list[int] = []
         self.free_res: dict[str, list[float]] = {}
@@ -211,7 +213,7 @@ class SchedulerState:
         self._limit_refs_cache = {}
         self.virtual = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
-        self.names = []
+        self.names, self.name_order = [], []
         self.provisioned, self.busy_slots, self.alive = {}, 0, {}
         self.idle_provisioned = {}
         self._free_indices = []
@@ -330,6 +332,7 @@ class SchedulerState:
                 column.append(0.0)
         self.hosts[index] = host
         self.names[index] = name
+        insort(self.name_order, index, key=self.names.__getitem__)
         self.free_slots[index] = slots
         for res, column in self.free_res.items():
             value = resources.get(res, 0)
@@ -373,6 +376,7 @@ class SchedulerState:
                 "finish them first"
             )
         self.hosts[host.index] = None
+        self.name_order.remove(host.index)
         self.names[host.index] = ""
         del self.host_by_name[host.name]
         if self.provisioned.pop(host.index, None) is not None and host.template is not None:

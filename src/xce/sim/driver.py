@@ -43,8 +43,8 @@ from xce.policy import (
     RequestTokens,
     ReturnTokens,
     SetAllowance,
-    decide,
 )
+from xce.policy.decide import decide  # the function (the package also has a module so named)
 from xce.sched import SchedulerState, run_session
 from xce.sched.admission import oversize
 from xce.sched.loss import lost_job
@@ -107,6 +107,7 @@ class Simulator:
         policy: PolicyConfig | None = None,
         timer: Callable[[], float] | None = None,
         host_providers: Mapping[str, HostProvider] | None = None,
+        reasons: bool = True,
     ) -> None:
         self.config = config
         self.policy = policy or config.policy
@@ -115,6 +116,9 @@ class Simulator:
         self.rng = random.Random(self.seed)
         self.recorder = recorder
         self.timer = timer
+        # Whether sessions build their pend groups (why each job waits): a run nobody
+        # asks that of (`xce sim run` without --record) leaves them out, same decisions.
+        self.reasons = reasons or recorder is not None
         self.loop = EventLoop()
         self.state = SchedulerState()
         self.metrics = Metrics()
@@ -264,7 +268,7 @@ class Simulator:
             return  # superseded by an earlier tick
         self._session_at = None
         self._last_session = tick
-        result = run_session(self.state, tick, self.timer)
+        result = run_session(self.state, tick, self.timer, self.reasons)
         self.metrics.sessions += 1
         self.last_result = result
         if self.recorder is not None:
