@@ -7,7 +7,8 @@
   the same times, as if each had been scheduled with `at` before anything else.
 * `SchedulerState.idle_in_order`: when set, idle provisioned hosts are in order of
   idle time (the simulator's timer relies on it).
-* The plain-bucket placement (`spread` over `default_ranked`) is `place`'s; the
+* The plain-bucket placement (`spread` over `default_ranked`, or `spread_everywhere`)
+  is `place`'s; the
   state's `name_order` holds the hosts present, by name.
 """
 
@@ -24,7 +25,14 @@ from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, HostDemand, Idle, IdleResource, ResourceDemand
 from xce.policy import PolicyInput, PolicyMemory, ProvisionedHost, decide
 from xce.sched.capacity import Capacity
-from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
+from xce.sched.placement import (
+    HostOrder,
+    Room,
+    default_ranked,
+    place,
+    spread,
+    spread_everywhere,
+)
 from xce.sched.state import SchedulerState
 from xce.sim.driver import quiet_memory
 from xce.sim.loop import INPUT, SESSION, TIMER, EventLoop
@@ -247,8 +255,9 @@ def capacities(draw: st.DrawFn) -> tuple[SchedulerState, list[int], int]:
         hosts=tuple(HostSpec(name=names[i], slots=slots[i]) for i in range(count)),
         queues=(Queue("normal", 30),),
     ))
+    uniform = draw(st.booleans())  # every host as free as the others, or not
     for i in range(count):
-        used = draw(st.integers(0, slots[i] - 1))
+        used = slots[i] - 1 if uniform else draw(st.integers(0, slots[i] - 1))
         if used:
             state.apply(JobSubmitted(job=JobSpec(id=i + 1, user="u", queue="normal", n=used)))
             state.apply(JobStarted(job=i + 1, hosts={names[i]: used}, time=0.0))
@@ -269,6 +278,10 @@ def test_plain_placement_is_place(drawn: tuple[SchedulerState, list[int], int]) 
     assert fast == slow
     if slow is not None:
         assert list(fast or {}) == list(slow)  # the same hosts, in the same order
+    # Candidates that are a whole set (every open host with a free slot).
+    everywhere = spread_everywhere(cands, set(cands), cap.free_slots, cap.names,
+                                   cap.name_order, n)
+    assert everywhere == slow and list(everywhere or {}) == list(slow or {})
     # The default order itself: most free slots first, then by name.
     expected = sorted(cands, key=lambda i: (-cap.free_slots[i], cap.names[i]))
     assert default_ranked(cands, cap.free_slots, cap.names, cap.name_order) == expected

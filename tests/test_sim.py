@@ -403,6 +403,25 @@ def test_same_seed_gives_identical_runs(tmp_path):
     assert first.metrics.started == second.metrics.started
 
 
+def test_runs_without_pend_reasons_decide_the_same(tmp_path):
+    """`xce sim run` leaves pend reasons and the trace out of its sessions: every
+    dispatch, action and figure is the same as with them; only the reasons are gone."""
+    jobs = workload(tmp_path, RANDOM_JOBS)
+    with_reasons, a = simulate(cluster(RANDOM), jobs, seed=5)
+    without, b = simulate(cluster(RANDOM), jobs, seed=5, reasons=False)
+    a.pop("wall_seconds")
+    b.pop("wall_seconds")
+    assert a == b
+    assert with_reasons.actions_log == without.actions_log
+    assert with_reasons.metrics.started == without.metrics.started
+    assert with_reasons.metrics.series.columns == without.metrics.series.columns
+    last, bare = with_reasons.last_result, without.last_result
+    assert last is not None and bare is not None
+    assert bare.pending == [] and bare.trace == []
+    assert last.dispatch == bare.dispatch and last.demand == bare.demand
+    assert a["sessions"] > 10 and a["hosts_requested"]
+
+
 def test_seed_from_config_is_the_default(tmp_path):
     jobs = workload(tmp_path, RANDOM_JOBS)
     _, a = simulate(cluster(RANDOM), jobs)

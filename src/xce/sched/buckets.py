@@ -61,6 +61,7 @@ class Bucket:
         "single",
         "smallest",
         "unit",
+        "usable_at",
     )
 
     def __init__(
@@ -103,6 +104,7 @@ class Bucket:
         # job an empty host holds. Filled on first use (the configuration is fixed
         # for the bucket's life: a new configuration makes new buckets).
         self.fits: list[tuple[object, int]] | None = None
+        self.usable_at: list[int] = []  # positions of the templates whose verdict is None
         # Its eligible hosts (eligibility.Eligible, kept up to date by the state), once
         # looked up: also fixed for the bucket's life.
         self.eligible: object | None = None

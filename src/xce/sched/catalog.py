@@ -298,15 +298,14 @@ class CatalogPass:
     def _usable_templates(self, s: Settled, job: PendingJob) -> list[TemplateSupply]:
         """The templates whose hosts could ever take the bucket's jobs; the others are
         traced (with `job`, the first job tried this session) in rank order."""
-        fits = self._fits(s.bucket)
-        usable: list[TemplateSupply] = []
-        for supply, (verdict, _room) in zip(self.templates, fits, strict=True):
-            if verdict is None:
-                usable.append(supply)
-            else:
-                assert isinstance(verdict, Failure)
-                self._note(s, job, verdict.check, verdict.detail)
-        return usable
+        bucket = s.bucket
+        fits = self._fits(bucket)
+        if self.trace is not None:
+            for verdict, _room in fits:
+                if isinstance(verdict, Failure):
+                    self._note(s, job, verdict.check, verdict.detail)
+        templates = self.templates
+        return [templates[at] for at in bucket.usable_at]
 
     def _why_not(self, s: Settled) -> Outcome:
         """No template can take this bucket: say why, or keep the real reason when the
@@ -331,6 +330,7 @@ class CatalogPass:
         fits = bucket.fits
         if fits is None:
             fits = bucket.fits = [self._static_fit(bucket, t) for t in self.templates]
+            bucket.usable_at = [at for at, (verdict, _room) in enumerate(fits) if verdict is None]
         return fits
 
     def _static_fit(self, bucket: Bucket, supply: TemplateSupply) -> tuple[object, int]:

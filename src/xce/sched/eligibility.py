@@ -14,7 +14,7 @@ class Eligible:
     """Hosts of a queue that satisfy a select: all of them, and the open ones. Kept up
     to date as hosts join, change state and leave."""
 
-    __slots__ = ("cands", "class_cache", "matching", "open", "queue", "select")
+    __slots__ = ("cands", "class_cache", "matching", "open", "others", "queue", "select")
 
     def __init__(self, queue: Queue, select: Select | None) -> None:
         self.queue = queue
@@ -22,6 +22,7 @@ class Eligible:
         self.class_cache: dict[object, bool] = {}
         self.matching: set[int] = set()  # whatever their state
         self.open: set[int] = set()
+        self.others: set[int] = set()  # hosts present that are not eligible
         # A session's view of these hosts: (its capacity, the capacity's version, the
         # open ones with a free slot, their free slots in all or -1 until summed); see
         # Evaluator.fit and Evaluator.free_on.
@@ -34,7 +35,12 @@ class Eligible:
         ):
             self.matching.discard(index)
             self.open.discard(index)
+            if present:
+                self.others.add(index)
+            else:
+                self.others.discard(index)
             return
+        self.others.discard(index)
         self.matching.add(index)
         if host.is_open:
             self.open.add(index)

@@ -88,6 +88,41 @@ def default_ranked(
     return ranked
 
 
+def spread_everywhere(
+    cands: list[int],
+    members: set[int],
+    free_slots: list[int],
+    names: list[str],
+    name_order: list[int],
+    n: int,
+) -> dict[int, int] | None:
+    """What `spread(default_ranked(cands, ...), free_slots.__getitem__, n)` finds, for
+    candidates that are exactly the set `members` (not empty): every open host with a
+    free slot. When they all have the same free slots, the first ones by name take the
+    job, found without ranking them all."""
+    same = free_slots[cands[0]]
+    for index in cands:
+        if free_slots[index] != same:
+            return spread(
+                default_ranked(cands, free_slots, names, name_order), free_slots.__getitem__, n
+            )
+    wanted = -(-n // same)  # hosts that take the job
+    if wanted > len(cands):
+        return None
+    if len(cands) * 4 < len(name_order):  # few candidates: sort their names
+        chosen = sorted(cands, key=names.__getitem__)[:wanted]
+    else:  # many: the first of them in name order
+        chosen = []
+        for index in name_order:
+            if index in members:
+                chosen.append(index)
+                if len(chosen) == wanted:
+                    break
+    placement = dict.fromkeys(chosen, same)
+    placement[chosen[-1]] = n - same * (wanted - 1)
+    return placement
+
+
 def spread(ranked: list[int], usable: Callable[[int], int], n: int) -> dict[int, int] | None:
     """`n` slots over hosts in preference order, as many on each as it can take (no
     span), or None if they do not add up."""

@@ -23,6 +23,7 @@ from xce.sched.placement import (
     place,
     shortfall,
     spread,
+    spread_everywhere,
 )
 from xce.sched.pools import PoolRecord
 from xce.sched.reasons import LIMIT, RESOURCE, no_host, none_open, short_shared
@@ -66,6 +67,9 @@ class Evaluator:
         self.cap = cap
         self._keys: dict[int, HostOrder] = {}
         self._rooms: dict[tuple[int, tuple[tuple[str, float], ...]], tuple[int, Room]] = {}
+        # The last candidates fit found to be every open host with a free slot (every
+        # host eligible, no virtual host): exactly cap.open_free at that version.
+        self.everywhere: list[int] | None = None
 
     def key_for(self, bucket: Bucket) -> HostOrder:
         found = self._keys.get(id(bucket))
@@ -132,7 +136,9 @@ class Evaluator:
         if cached is not None and cached[0] is cap and cached[1] == cap.version:
             return cached[2]
         free = cap.open_free
-        if len(free) < len(opened):
+        if not elig.others and len(cap.hosts) == len(self.state.hosts):
+            cands = self.everywhere = list(free)  # every host eligible, none virtual
+        elif len(free) < len(opened):
             cands = [i for i in free if i in opened]
         else:
             cands = [i for i in opened if i in free]
@@ -183,8 +189,13 @@ class Evaluator:
         if bucket.plain:
             # What place() finds for it, without the views: every candidate's free
             # slots are usable, and they add up to enough (quick_failure).
-            ranked = default_ranked(cands, cap.free_slots, cap.names, cap.name_order)
-            placed = spread(ranked, cap.free_slots.__getitem__, bucket.n)
+            if cands is self.everywhere and len(cands) == len(cap.open_free):
+                placed = spread_everywhere(
+                    cands, cap.open_free, cap.free_slots, cap.names, cap.name_order, bucket.n
+                )
+            else:
+                ranked = default_ranked(cands, cap.free_slots, cap.names, cap.name_order)
+                placed = spread(ranked, cap.free_slots.__getitem__, bucket.n)
             if placed is not None:
                 return placed, {}
         req = bucket.req

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xce.model.result import PendGroup, SessionResult, SessionStats, TraceEntry
+from xce.model.result import Demand, PendGroup, SessionResult, SessionStats, TraceEntry
 from xce.sched.capacity import Capacity
 from xce.sched.catalog import CatalogPass
 from xce.sched.demand import demand, pend_groups
@@ -40,11 +40,17 @@ def run_session(
     real.run()
     real_done = clock()
 
-    catalog = CatalogPass(state, cap, real.evaluator, trace if reasons else None)
-    outcomes = catalog.run(real.settled)
+    pending: list[PendGroup] = []
+    found = Demand()  # nothing provisionable, or nothing that would help
+    evaluated = 0
+    if reasons or state.ranked or state.countable_pools:
+        catalog = CatalogPass(state, cap, real.evaluator, trace if reasons else None)
+        outcomes = catalog.run(real.settled)
+        found, evaluated = demand(catalog), catalog.evaluated
+        if reasons:
+            pending = pend_groups(catalog, outcomes)
     catalog_done = clock()
 
-    pending: list[PendGroup] = pend_groups(catalog, outcomes) if reasons else []
     if state.held and reasons:
         held = sorted(state.held.values(), key=lambda j: j.key)
         trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
@@ -56,7 +62,7 @@ def run_session(
         real_pass_ms=(real_done - started) * 1000,
         catalog_pass_ms=(catalog_done - real_done) * 1000,
         end_ms=(ended - catalog_done) * 1000,
-        evaluations=real.evaluations + catalog.evaluated,
+        evaluations=real.evaluations + evaluated,
         dispatched=len(real.dispatch),
     )
-    return SessionResult(now, real.dispatch, pending, trace, demand(catalog), idle, stats)
+    return SessionResult(now, real.dispatch, pending, trace, found, idle, stats)

@@ -119,6 +119,7 @@ class Simulator:
         # Whether sessions build their pend groups (why each job waits): a run nobody
         # asks that of (`xce sim run` without --record) leaves them out, same decisions.
         self.reasons = reasons or recorder is not None
+        self._interval: float = config.session_interval
         self.loop = EventLoop()
         self.state = SchedulerState()
         self.metrics = Metrics()
@@ -219,7 +220,7 @@ class Simulator:
 
     def _dirty(self) -> None:
         """An input changed: run a session at the next session tick."""
-        interval = self.config.session_interval
+        interval = self._interval
         tick = math.ceil(self.now / interval) * interval
         if tick <= self._last_session:
             tick = self._last_session + interval

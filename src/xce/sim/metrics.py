@@ -5,6 +5,7 @@ the report."""
 from __future__ import annotations
 
 import math
+import struct
 from array import array
 from typing import Any
 
@@ -20,16 +21,25 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 class TimeSeries:
-    """One sample per session, compact (arrays of doubles)."""
+    """One sample per session, compact: rows gathered in a short list, then packed
+    into one array of doubles, row after row; `columns` splits it."""
 
     FIELDS = (
         "time", "pending", "running", "busy_slots", "static_hosts", "provisioned_hosts",
         "closed_hosts", "in_flight_hosts", "demand_hosts", "tokens_borrowed", "tokens_used",
     )
+    _BATCH = 11 * 4096  # values gathered before they are packed
 
     def __init__(self) -> None:
-        self.columns: dict[str, array[float]] = {f: array("d") for f in self.FIELDS}
-        self._appends = [self.columns[f].append for f in self.FIELDS]
+        self._rows: array[float] = array("d")
+        self._batch: list[float] = []
+
+    @property
+    def columns(self) -> dict[str, array[float]]:
+        """The samples per field, in the order of FIELDS."""
+        self._pack()
+        width = len(self.FIELDS)
+        return {f: self._rows[k::width] for k, f in enumerate(self.FIELDS)}
 
     def add_row(
         self, time: float, pending: float, running: float, busy_slots: float,
@@ -38,18 +48,19 @@ class TimeSeries:
         tokens_used: float,
     ) -> None:
         """One sample, the values in the order of FIELDS."""
-        (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) = self._appends
-        a0(time)
-        a1(pending)
-        a2(running)
-        a3(busy_slots)
-        a4(static_hosts)
-        a5(provisioned_hosts)
-        a6(closed_hosts)
-        a7(in_flight_hosts)
-        a8(demand_hosts)
-        a9(tokens_borrowed)
-        a10(tokens_used)
+        batch = self._batch
+        batch.extend((
+            time, pending, running, busy_slots, static_hosts, provisioned_hosts,
+            closed_hosts, in_flight_hosts, demand_hosts, tokens_borrowed, tokens_used,
+        ))
+        if len(batch) >= self._BATCH:
+            self._pack()
+
+    def _pack(self) -> None:
+        batch = self._batch
+        if batch:
+            self._rows.frombytes(struct.pack(f"{len(batch)}d", *batch))
+            batch.clear()
 
 
 class Metrics:
