@@ -147,23 +147,30 @@ def _room(
 def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> list[Action]:
     """Drain idle hosts and hosts past their lifetime; decommission drained empty hosts."""
     actions: list[Action] = []
-    keep = dict(config.min_hosts)
+    if not inp.hosts:
+        return actions
+    keep = config.min_hosts
+    lifetime, now = config.max_lifetime, inp.now
     open_count = dict(alive)
     for host in inp.hosts:
         if host.state != "ok":
             open_count[host.template] = open_count.get(host.template, 0) - 1
     idle = {h.host: h.idle_for for h in inp.idle.hosts}
-    for host in sorted(inp.hosts, key=lambda h: (h.joined, h.name)):
-        if host.state == "closed" and host.running == 0:
+    for host in sorted(inp.hosts, key=_join_order):
+        state, template = host.state, host.template
+        if state == "closed" and host.running == 0:
             actions.append(DecommissionHost(host.name, "drained and empty"))
             continue
-        if host.state != "ok":
+        if state != "ok":
             continue
-        lifetime = inp.now - host.joined
-        if config.max_lifetime > 0 and lifetime >= config.max_lifetime:
-            actions.append(DrainHost(host.name, f"maximum lifetime ({config.max_lifetime:g} s)"))
-            open_count[host.template] -= 1
-        elif host.name in idle and open_count[host.template] > keep.get(host.template, 0):
+        if lifetime > 0 and now - host.joined >= lifetime:
+            actions.append(DrainHost(host.name, f"maximum lifetime ({lifetime:g} s)"))
+            open_count[template] -= 1
+        elif host.name in idle and open_count[template] > keep.get(template, 0):
             actions.append(DrainHost(host.name, f"idle reclaim (idle {idle[host.name]:g} s)"))
-            open_count[host.template] -= 1
+            open_count[template] -= 1
     return actions
+
+
+def _join_order(host: ProvisionedHost) -> tuple[float, str]:
+    return host.joined, host.name

@@ -543,15 +543,27 @@ class SchedulerState:
             raise SchedulerInputError(f"job {job_id} is not pending")
         bucket = job.bucket
         assert bucket is not None
-        if sum(hosts.values()) != job.spec.n or (hosts and min(hosts.values()) <= 0):
+        # One walk over the hosts: their slots add up to the job's, each positive (else
+        # that error first), and each host is known.
+        by_name = self.host_by_name
+        placed: dict[int, int] = {}
+        total, low = 0, 1
+        unknown: str | None = None
+        for name, slots in hosts.items():
+            total += slots
+            if slots < low:
+                low = slots
+            host = by_name.get(name)
+            if host is not None:
+                placed[host.index] = slots
+            elif unknown is None:
+                unknown = name
+        if total != job.spec.n or low <= 0:
             raise SchedulerInputError(
                 f"job {job_id}: hosts {hosts} do not add up to its {job.spec.n} slots"
             )
-        by_name = self.host_by_name
-        try:
-            placed = {by_name[name].index: n for name, n in hosts.items()}
-        except KeyError as err:
-            raise SchedulerInputError(f"unknown host '{err.args[0]}'") from None
+        if unknown is not None:
+            raise SchedulerInputError(f"unknown host '{unknown}'")
         chosen: dict[str, PoolRecord] = {}
         for res, _amount in bucket.shared:
             chosen[res] = (
