@@ -8,7 +8,10 @@ AccaSim 1.1.3 needed 96 s (EASY) and 162 s (FIFO) for HPC2N and 48 s (EASY) for
 SDSC-SP2 on this kind of machine.
 
 Each case runs in a fresh process (so peak memory is the case's own); prints wall
-time (median of --runs), CPU time, sessions, jobs and peak RSS.
+time (median of --runs), CPU time, sessions, jobs and peak RSS, and whether the xce it
+imports is compiled (an installed XCE, docs/performance.md) or pure Python (an
+editable install, or a --baseline source tree). Sessions run without pend reasons,
+as `xce sim run` does.
 
 `--baseline SRC` also runs every case on another source tree (e.g. the last commit:
 `git archive HEAD src | tar -x -C /tmp/before`, then `--baseline /tmp/before/src`),
@@ -48,6 +51,8 @@ summary = simulator.summary()
 summary["bench_wall"] = time.perf_counter() - started
 summary["bench_cpu"] = time.process_time() - cpu
 summary["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+import xce.sched.realpass
+summary["compiled"] = xce.sched.realpass.__file__.endswith(".so")
 print(json.dumps(summary))
 """
 
@@ -69,7 +74,7 @@ def run_case(path: Path, elastic: float, src: str | None = None) -> dict[str, fl
 
 def same_run(a: dict[str, float], b: dict[str, float]) -> bool:
     """Whether two summaries agree on everything but the timings."""
-    skip = {"wall_seconds", "bench_wall", "bench_cpu", "peak_rss_mb"}
+    skip = {"wall_seconds", "bench_wall", "bench_cpu", "peak_rss_mb", "compiled"}
     return {k: v for k, v in a.items() if k not in skip} == {
         k: v for k, v in b.items() if k not in skip
     }
@@ -80,7 +85,8 @@ def show(label: str, results: list[dict[str, float]], target: float, accasim: fl
     cpus = [r["bench_cpu"] for r in results]
     last = results[-1]
     print(
-        f"{label}: wall median {statistics.median(walls):.1f} s "
+        f"{label} [{'compiled' if last.get('compiled') else 'pure Python'}]: wall median "
+        f"{statistics.median(walls):.1f} s "
         f"({', '.join(f'{w:.1f}' for w in walls)}), CPU median "
         f"{statistics.median(cpus):.1f} s; target <= {target:g} s; AccaSim {accasim:g} s"
     )
