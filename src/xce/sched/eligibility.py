@@ -25,7 +25,7 @@ class Eligible:
         self.others: set[int] = set()  # hosts present that are not eligible
         # A session's view of these hosts: (its capacity, the capacity's version, the
         # open ones with a free slot, their free slots in all or -1 until summed); see
-        # Evaluator.fit and Evaluator.free_on.
+        # Evaluator.candidates and Evaluator.free_on.
         self.cands: tuple[object, int, list[int], int] | None = None
 
     def host_changed(self, host: HostRecord, present: bool) -> None:

@@ -67,7 +67,7 @@ class Evaluator:
         self.cap = cap
         self._keys: dict[int, HostOrder] = {}
         self._rooms: dict[tuple[int, tuple[tuple[str, float], ...]], tuple[int, Room]] = {}
-        # The last candidates fit found to be every open host with a free slot (every
+        # The last candidates found to be every open host with a free slot (every
         # host eligible, no virtual host): exactly cap.open_free at that version.
         self.everywhere: list[int] | None = None
 
@@ -114,11 +114,7 @@ class Evaluator:
                 limited.append((job, failure))
         return limited, rest
 
-    def candidates(self, bucket: Bucket) -> list[int] | Failure:
-        """Open eligible hosts with a free slot, or why there are none at all."""
-        return self.fit(bucket)
-
-    def fit(self, bucket: Bucket) -> Failure | list[int]:
+    def candidates(self, bucket: Bucket) -> Failure | list[int]:
         """Open eligible hosts with a free slot, or why there are no eligible open
         hosts at all (the view is kept on the Eligible: see free_on)."""
         elig = bucket.eligible
@@ -146,8 +142,8 @@ class Evaluator:
         return cands
 
     def free_on(self, elig: Eligible, cands: list[int]) -> int:
-        """The free slots of `cands`, the eligible hosts' view fit just made (summed
-        once per view)."""
+        """The free slots of `cands`, the eligible hosts' view `candidates` just made
+        (summed once per view)."""
         cached = elig.cands
         assert cached is not None and cached[2] is cands
         if cached[3] < 0:
@@ -276,27 +272,16 @@ class Evaluator:
         if known is not None and cap.version == 0 and known[0] == self.state.capacity_version:
             assert isinstance(known[1], Failure)
             return known[1]
-        elig = bucket.eligible
-        cached = elig.cands if isinstance(elig, Eligible) else None
-        if cached is not None and cached[0] is cap and cached[1] == cap.version:
-            cands = cached[2]  # (Evaluator.fit, without the call)
-        else:
-            found = self.fit(bucket)
-            if isinstance(found, Failure):
-                return self.remember(bucket, found)
-            cands = found
+        cands = self.candidates(bucket)
+        if isinstance(cands, Failure):
+            return self.remember(bucket, cands)
         n = bucket.n
         if len(cands) >= n:
             return cands  # every candidate has a free slot: they hold the job's slots
         assert isinstance(bucket.eligible, Eligible)
         free = self.free_on(bucket.eligible, cands)
         if free < n:
-            failure = self.state.slot_failures.get((bucket.n, free))
-            if not isinstance(failure, Failure):
-                failure = self.slots_failure(bucket.n, free)
-            if cap.version == 0:
-                bucket.failure = (self.state.capacity_version, failure)
-            return failure
+            return self.remember(bucket, self.slots_failure(n, free))
         return cands
 
     def remember(self, bucket: Bucket, failure: Failure) -> Failure:
@@ -335,7 +320,6 @@ class RealPass:
         heapq.heapify(heap)
         heappop, quick_failure = heapq.heappop, self.evaluator.quick_failure
         limits = self.state.config.limits
-        settled, traced = self.settled, self._traced
         while heap:
             _key, seq, bucket, order, pos = heappop(heap)
             cands = None
@@ -345,7 +329,7 @@ class RealPass:
                 found = quick_failure(bucket)
                 if isinstance(found, Failure):
                     self.evaluations += 1
-                    settled.append(Settled(bucket, order[pos:], found, traced(order[pos], found)))
+                    self._settle(bucket, order, pos, found)
                     continue
                 cands = found
             pos = self._run(bucket, order, pos, heap[0][0] if heap else None, cands)
@@ -368,7 +352,6 @@ class RealPass:
             return self._run_single_hosts(bucket, order, pos, until, cands)
         evaluator = self.evaluator
         end = len(order)
-        n = bucket.n
         if cands is None and not order[pos].limit_refs:  # the common case: fails at once
             found = evaluator.quick_failure(bucket)
             if isinstance(found, Failure):
@@ -380,12 +363,9 @@ class RealPass:
             job = order[pos]
             if until is not None and job.key > until:
                 break
-            if job.limit_refs:
-                failure = evaluator.limit_failure(job, n)
-                if failure is not None:
-                    self._limit_pend(bucket, job, failure)
-                    pos += 1
-                    continue
+            if job.limit_refs and self._pends_at_limit(bucket, job):
+                pos += 1
+                continue
             self.evaluations += 1
             if cands is not None:  # the first job, its candidates known
                 outcome = evaluator.place_on(bucket, cands)
@@ -412,13 +392,12 @@ class RealPass:
         evaluator, cap = self.evaluator, self.cap
         n, per_slot = bucket.n, bucket.per_slot
         # Limits come first (check 1): jobs at a limit pend for it whatever the hosts.
-        while pos < len(order) and (until is None or order[pos].key <= until):
-            if not order[pos].limit_refs:
-                break
-            failure = evaluator.limit_failure(order[pos], n)
-            if failure is None:
-                break
-            self._limit_pend(bucket, order[pos], failure)
+        while (
+            pos < len(order)
+            and (until is None or order[pos].key <= until)
+            and order[pos].limit_refs
+            and self._pends_at_limit(bucket, order[pos])
+        ):
             pos += 1
         if pos >= len(order) or (until is not None and order[pos].key > until):
             return pos
@@ -444,12 +423,9 @@ class RealPass:
             job = order[pos]
             if until is not None and job.key > until:
                 break
-            if job.limit_refs:
-                failure = evaluator.limit_failure(job, n)
-                if failure is not None:
-                    self._limit_pend(bucket, job, failure)
-                    pos += 1
-                    continue
+            if job.limit_refs and self._pends_at_limit(bucket, job):
+                pos += 1
+                continue
             if heap is None:
                 usable = cap.usable
                 heap = [(key(i), i) for i in fits if usable(i, per_slot) >= n]
@@ -484,6 +460,14 @@ class RealPass:
         self.dispatch.append(
             Dispatch(job=job.id, hosts=on, pools={p.resource: p.name for p in pools})
         )
+
+    def _pends_at_limit(self, bucket: Bucket, job: PendingJob) -> bool:
+        """Whether `job`'s user or queue is at a limit; if so it pends for it."""
+        failure = self.evaluator.limit_failure(job, bucket.n)
+        if failure is None:
+            return False
+        self._limit_pend(bucket, job, failure)
+        return True
 
     def _limit_pend(self, bucket: Bucket, job: PendingJob, failure: Failure) -> None:
         """A job whose user or queue is at a limit: it pends, its bucket goes on."""
