@@ -174,6 +174,30 @@ ELASTIC = """
 """
 
 
+def test_a_template_idle_time_of_zero_reclaims_at_once(tmp_path):
+    """The template's own idle time (0 here, the catalog's is 300) decides both what the
+    session reports idle and when the simulator wakes for it: jobs 2 and 3 end at 340
+    with nothing else waiting, the hosts are due at once: the session at that tick
+    (340) drains them and the next one decommissions them."""
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 1000, n: 4}
+          - {ids: "2-3", submit: 0, run: 200, n: 4}
+    """)
+    config = ELASTIC.replace(
+        "- {name: cloud, provider: sim, slots: 4, max: 4}",
+        "- {name: cloud, provider: sim, slots: 4, max: 4, idle_time: 0}",
+    )
+    sim, _summary = simulate(cluster(config), jobs)
+    assert log_of(sim) == [
+        (20, "RequestHosts", "cloud", 2),
+        (340, "DrainHost", "cloud-1", None),
+        (340, "DrainHost", "cloud-2", None),
+        (350, "DecommissionHost", "cloud-1", None),
+        (350, "DecommissionHost", "cloud-2", None),
+    ]
+
+
 def test_elastic_run_requests_joins_runs_and_reclaims(tmp_path):
     """n01 (4 slots) takes job 1 (1000 s); jobs 2 and 3 (4 slots, 200 s) each need a
     new 4-slot cloud host.

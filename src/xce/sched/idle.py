@@ -26,19 +26,15 @@ def idle_supply(
 def _idle_hosts(state: SchedulerState, now: float, busy: set[str], hosts: list[IdleHost]) -> None:
     """Provisioned hosts open, idle for their idle time and given no work (`busy`
     names the hosts given work this session), by name."""
-    catalog = state.config.catalog
-    templates = state.templates
-    limits = {
-        name: catalog.idle_time if t.idle_time is None else t.idle_time
-        for name, t in templates.items()
-    }
+    default = state.config.catalog.idle_time  # a host whose template is gone
+    limits = state.idle_times
     # In order of idle time with one idle time for all: the first host not idle long
     # enough ends the search (every later one went idle after it).
-    ordered = state.idle_in_order and len({catalog.idle_time, *limits.values()}) == 1
+    ordered = state.idle_in_order and len({default, *limits.values()}) == 1
     for host in state.idle_provisioned.values():
         if host.template is None or not host.is_open:
             continue
-        limit = limits.get(host.template, catalog.idle_time)
+        limit = limits.get(host.template, default)
         idle_for = now - host.idle_since
         if idle_for < limit:
             if ordered:

@@ -102,6 +102,8 @@ class SchedulerState:
         self.queues: dict[str, Queue] = {}
         self.templates: dict[str, HostTemplate] = {}
         self.ranked: tuple[HostTemplate, ...] = ()  # templates by (rank, name)
+        # template -> how long its hosts stay idle before they are reclaimable
+        self.idle_times: dict[str, float] = {}
         self.countable_pools: tuple[PoolRecord, ...] = ()  # pools tokens can be borrowed for
         self.limit_used: list[dict[tuple[str, str], list[int]]] = []  # [slots, jobs]
         self._limit_refs_cache: dict[tuple[str, str], tuple[LimitRef, ...]] = {}
@@ -210,6 +212,10 @@ class SchedulerState:
         self.queues = {q.name: q for q in config.queues}
         self.templates = {t.name: t for t in config.catalog.templates}
         self.ranked = tuple(sorted(config.catalog.templates, key=lambda t: (t.rank, t.name)))
+        self.idle_times = {
+            t.name: config.catalog.idle_time if t.idle_time is None else t.idle_time
+            for t in config.catalog.templates
+        }
         self._limit_refs_cache = {}
         self.virtual = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()

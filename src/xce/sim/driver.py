@@ -151,10 +151,6 @@ class Simulator:
             size = countable.max_borrow if model.pool is None else model.pool
             self.pools[key] = TokenPool(key, model, size)
         self.in_flight: dict[str, int] = {t: 0 for t in self.templates}
-        # template -> when its idle hosts fall due (the timer's reading of idle time)
-        self._idle_times = {
-            name: t.idle_time or config.catalog.idle_time for name, t in self.templates.items()
-        }
         self.tokens_in_flight: dict[str, float] = {k: 0.0 for k in self.pools}
         self.borrowed: dict[str, float] = {k: 0.0 for k in self.pools}
         self.provisioned: dict[str, tuple[str, float]] = {}  # host -> (template, joined)
@@ -517,7 +513,7 @@ class Simulator:
             return  # no supply, no policy: nothing ever falls due
         now = self.now
         state = self.state
-        idle_times = self._idle_times
+        idle_times = state.idle_times  # when idle hosts fall due, as the session sees it
         # The soonest of everything that falls due after now (None: nothing does).
         when: float | None = None
         if state.idle_in_order:
@@ -529,7 +525,7 @@ class Simulator:
                 template = host.template
                 if host.state == "ok" and template is not None and template not in seen:
                     at = host.idle_since + idle_times[template]
-                    if at > now:
+                    if at > now or host.idle_since == now:  # (an idle time of 0: due now)
                         if when is None or at < when:
                             when = at
                         seen.add(template)
@@ -540,7 +536,7 @@ class Simulator:
             for host in state.idle_provisioned.values():
                 if host.state == "ok" and host.template is not None:
                     at = host.idle_since + idle_times[host.template]
-                    if at > now and (when is None or at < when):
+                    if (at > now or host.idle_since == now) and (when is None or at < when):
                         when = at
         policy, memory = self.policy, self.memory
         if policy.max_lifetime > 0 and self.provisioned:
