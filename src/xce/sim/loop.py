@@ -22,8 +22,6 @@ INPUT = 0  # job arrivals, completions, provider responses
 SESSION = 1  # a scheduling session and its policy round, after the inputs of its time
 TIMER = 2  # a wake-up when something may fall due; not work by itself
 
-_INF = float("inf")
-
 
 class EventLoop:
     """Pops actions in time order."""
