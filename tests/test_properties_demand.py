@@ -26,7 +26,11 @@ from strategies import (
 from xce.model.cluster import Catalog, ClusterConfig, HostSpec, HostTemplate
 from xce.model.events import Event, HostAdded, JobKilled, JobStarted, SupplyChanged
 from xce.model.jobs import JobSpec
-from xce.model.result import SessionResult
+from xce.model.result import SessionResult, TraceEntry
+from xce.sched.capacity import Capacity
+from xce.sched.catalog import CatalogPass
+from xce.sched.demand import pend_groups
+from xce.sched.realpass import RealPass
 from xce.sched.session import run_session
 from xce.sched.state import SchedulerState
 
@@ -450,3 +454,50 @@ def test_demand_is_deterministic(world: World) -> None:
     assert comparable(first) == comparable(second)
     assert comparable(first) == comparable(again)
     assert first.demand == second.demand == again.demand
+    # Pend groups and decision traces too: the second session on a state reuses the
+    # trace entries kept with each bucket and must read exactly as the first.
+    assert explained(first) == explained(second) == explained(again)
+
+
+@PROPS
+@given(worlds("demand"))
+def test_a_session_after_jobs_left_explains_as_a_fresh_state_does(world: World) -> None:
+    """Trace entries kept with a bucket name the job they were made for: once the
+    first pending jobs have left, the next session names the new first jobs, exactly
+    as a state that never ran a session does."""
+    state, _first = session(world)
+    pending = world.pending_ids()
+    leaving: list[Event] = [JobKilled(job=job, time=world.now) for job in pending[::2]]
+    for event in leaving:
+        state.apply(event)
+    after = run_session(state, world.now + LATER)
+    _fresh_state, fresh = session(world, leaving, world.now + LATER)
+    assert explained(after) == explained(fresh)
+
+
+def explained(result: SessionResult) -> list[tuple[str, str, list[int], list[TraceEntry]]]:
+    """Each pend group: reason, kind, jobs and the trace entries of its evaluation."""
+    return [
+        (g.reason, g.kind, g.jobs, [result.trace[i] for i in g.trace]) for g in result.pending
+    ]
+
+
+@PROPS
+@given(worlds("demand"))
+def test_pend_groups_are_the_same_however_they_are_built(world: World) -> None:
+    """When every bucket the real pass settled has one outcome for all its jobs, the
+    pend groups are made one per bucket without merging; they must equal the groups
+    the merging path makes from the same outcomes."""
+    state = world.state()
+    cap = Capacity(state)
+    trace: list[TraceEntry] = []
+    real = RealPass(state, cap, trace)
+    real.run()
+    catalog = CatalogPass(state, cap, real.evaluator, trace)
+    outcomes = catalog.run(real.settled)
+    direct = pend_groups(catalog, outcomes)
+    catalog.one_each = False  # force the merging path
+    merged = pend_groups(catalog, outcomes)
+    assert [(g.reason, g.kind, g.jobs, g.trace) for g in direct] == [
+        (g.reason, g.kind, g.jobs, g.trace) for g in merged
+    ]

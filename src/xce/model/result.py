@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any, Protocol
 
 import msgspec
@@ -42,15 +43,29 @@ class TraceEntry(msgspec.Struct, frozen=True):
 class PendGroup:
     """Jobs that pend for the same reason after the same evaluation (one bucket)."""
 
-    __slots__ = ("kind", "members", "reason", "trace")
+    __slots__ = ("_runs", "_trace", "kind", "members", "reason")
 
     def __init__(
-        self, reason: str, kind: str, members: Sequence[OrderedJob], trace: Sequence[int]
+        self,
+        reason: str,
+        kind: str,
+        members: Sequence[OrderedJob],
+        trace: Sequence[int],
+        runs: Sequence[tuple[int, int]] = (),
     ) -> None:
         self.reason = reason
         self.kind = kind  # resource, limit, queue, hold, provisioning, ...
         self.members = members
-        self.trace = trace  # indices into SessionResult.trace
+        # Indices into SessionResult.trace: `trace`, then the `runs` of consecutive
+        # ones, (start, stop) (a session with many buckets makes them by the
+        # thousand: the ints are made only when read).
+        self._trace = trace
+        self._runs = runs
+
+    @property
+    def trace(self) -> list[int]:
+        """Indices into SessionResult.trace of the entries of this group's evaluation."""
+        return list(chain(self._trace, *(range(*run) for run in self._runs)))
 
     @property
     def jobs(self) -> list[int]:

@@ -61,7 +61,6 @@ class Bucket:
         "single",
         "smallest",
         "unit",
-        "usable_at",
     )
 
     def __init__(
@@ -99,12 +98,10 @@ class Bucket:
         # Slots alone, spread over any hosts in the default order: no per-slot
         # consumable, no shared resource, no span, no order[] (most batch jobs).
         self.plain = not (self.single or per_slot or shared or req.order or ptile is not None)
-        # The catalog pass's static verdicts per template (rank order): None where a
-        # template's hosts could hold a job, else why not; with the slots of such a
-        # job an empty host holds. Filled on first use (the configuration is fixed
-        # for the bucket's life: a new configuration makes new buckets).
-        self.fits: list[tuple[object, int]] | None = None
-        self.usable_at: list[int] = []  # positions of the templates whose verdict is None
+        # The catalog pass's static verdicts per template (catalog.StaticFit), filled
+        # on first use (the configuration is fixed for the bucket's life: a new
+        # configuration makes new buckets).
+        self.fits: object | None = None
         # Its eligible hosts (eligibility.Eligible, kept up to date by the state), once
         # looked up: also fixed for the bucket's life.
         self.eligible: object | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from xce.model.cluster import HostTemplate
 from xce.model.result import SortKey, TraceEntry
@@ -134,6 +134,24 @@ class Placed:
 Outcome = Placed | Failure | None  # None: nothing provisionable could help
 
 
+class StaticFit:
+    """What the catalog pass knows of a bucket whatever the session: per template (rank
+    order) why its hosts could never take the bucket's jobs (None: they could) and how
+    many of the jobs' slots an empty host holds. The configuration is fixed for the
+    bucket's life (a new configuration makes new buckets)."""
+
+    __slots__ = ("entries", "notes", "rooms", "traced_job", "usable_at", "verdicts", "why_not")
+
+    def __init__(self, fits: list[tuple[Failure | None, int]]) -> None:
+        self.verdicts = [verdict for verdict, _room in fits]
+        self.rooms = [room for _verdict, room in fits]
+        self.usable_at = [at for at, verdict in enumerate(self.verdicts) if verdict is None]
+        self.notes = [(v.check, v.detail) for v in self.verdicts if v is not None]
+        self.why_not: object = False  # not worked out yet; then a Failure or None
+        self.traced_job = -1  # the job the trace entries name
+        self.entries: list[TraceEntry] = []
+
+
 class CatalogPass:
     """Runs the catalog pass over the buckets the real pass settled on resources."""
 
@@ -168,17 +186,20 @@ class CatalogPass:
         self.budget = state.config.catalog.max_jobs_per_session
         self.evaluated = 0
         self.active = True  # False: nothing was provisionable (every job keeps its reason)
+        # True while each settled bucket has one outcome for all its jobs: no job was
+        # placed or held at a limit on its own.
+        self.one_each = True
         # First-fit state is shared by buckets of one shape (slots, per-slot
         # consumables, span): whether a host can take such a job does not depend on
         # the queue, user or select.
         self._cursor: dict[tuple[tuple[tuple[str, float], ...], int, int], int] = {}
-        self._trace_of: dict[int, list[int]] = {}  # id(bucket) -> trace indices
-        self._usable: dict[int, list[TemplateSupply]] = {}  # id(bucket) -> templates
+        self._trace_of: dict[Bucket, list[tuple[int, int]]] = {}  # runs of trace indices
+        self._usable: dict[Bucket, list[TemplateSupply]] = {}
         self._usable_fns: dict[tuple[tuple[str, float], ...], Callable[[int], int]] = {}
         # (shape, template) -> number of opened hosts that could not hold that shape
         self._no_room: dict[tuple[object, int], int] = {}
         self._dead: set[tuple[object, int]] = set()  # (shape, template) that never fit
-        self._limit_noted: set[tuple[int, str]] = set()
+        self._limit_noted: set[tuple[Bucket, str]] = set()
 
     # ------------------------------------------------------------------ driver
     def run(self, settled: list[Settled]) -> list[tuple[Settled, list[PendingJob], Outcome]]:
@@ -191,59 +212,84 @@ class CatalogPass:
             self.active = False
             return [(s, s.members, None) for s in settled]
         results: list[tuple[Settled, list[PendingJob], Outcome]] = []
-        heap: list[tuple[SortKey, int, Settled, int]] = []
-        for seq, s in enumerate(settled):
+        # Buckets come in order of their first job; a bucket that stops before its
+        # last job (the next one comes later than another bucket's) waits in a heap.
+        # Most buckets are settled at their first job and never enter it.
+        fresh: list[Settled] = []
+        for s in settled:
             if s.failure.kind != RESOURCE:
                 results.append((s, s.members, None))
             elif s.members:
-                heap.append((s.members[0].key, seq, s, 0))
-        heapq.heapify(heap)
+                fresh.append(s)
+        for later in range(1, len(fresh)):  # in order already unless limits split buckets
+            if fresh[later].members[0].key < fresh[later - 1].members[0].key:
+                fresh.sort(key=_first_key)
+                break
+        heap: list[tuple[SortKey, int, Settled, int]] = []
         budget, try_job = self.budget, self.try_job
         limits = self.state.config.limits
         heappop, heappush = heapq.heappop, heapq.heappush
-        while heap:
-            _key, seq, s, pos = heappop(heap)
+        at, count = 0, len(fresh)
+        while at < count or heap:
+            if heap and (at == count or heap[0][0] < fresh[at].members[0].key):
+                _key, seq, s, pos = heappop(heap)
+            else:
+                s, seq, pos = fresh[at], at, 0
+                at += 1
             if self.evaluated >= budget:
                 results.append((s, s.members[pos:], None))
                 self._note(
                     s, s.members[pos], "cap", f"catalog pass cap reached ({budget} jobs)"
                 )
                 continue
-            next_key = heap[0][0] if heap else None
             members = s.members
             end = len(members)
-            while pos < end and (next_key is None or members[pos].key < next_key):
-                if self.evaluated >= budget:
-                    break
+            next_key: SortKey | None = None  # where another bucket's next job comes
+            known = False
+            while True:  # the job at `pos` is the earliest left
                 self.evaluated += 1
                 job = members[pos]
                 outcome = try_job(s, job)
                 if isinstance(outcome, Placed):
                     results.append((s, [job], outcome))
+                    self.one_each = False
                 elif isinstance(outcome, Failure) and outcome.kind == LIMIT:
                     results.append((s, [job], outcome))  # only this job's user or queue
+                    self.one_each = False
                 else:
                     rest = members[pos:] if pos else members
                     if limits:
                         limited, rest = self.evaluator.split_limited(rest, s.bucket.n)
                         for held, why in limited:
+                            self.one_each = False
                             self._note_limit(s, held, why)
                             results.append((s, [held], why))
                     results.append((s, rest, outcome))
                     pos = end
                     break
                 pos += 1
+                if pos == end or self.evaluated >= budget:
+                    break
+                if not known:
+                    next_key = fresh[at].members[0].key if at < count else None
+                    if heap and (next_key is None or heap[0][0] < next_key):
+                        next_key = heap[0][0]
+                    known = True
+                if next_key is not None and not members[pos].key < next_key:
+                    break
             if pos < end:
                 heappush(heap, (members[pos].key, seq, s, pos))
         return results
 
-    def trace_indices(self, bucket: Bucket) -> list[int]:
-        return self._trace_of.get(id(bucket), [])
+    def trace_runs(self, bucket: Bucket) -> Sequence[tuple[int, int]]:
+        """Where the bucket's catalog entries are in the trace: runs of indices
+        (start, stop)."""
+        return self._trace_of.get(bucket) or ()
 
     def _note_limit(self, s: Settled, job: PendingJob, failure: Failure) -> None:
         """Trace a limit reached by virtual placements, once per bucket and limit."""
-        if (id(s.bucket), failure.reason) not in self._limit_noted:
-            self._limit_noted.add((id(s.bucket), failure.reason))
+        if (s.bucket, failure.reason) not in self._limit_noted:
+            self._limit_noted.add((s.bucket, failure.reason))
             self._note(s, job, "limit", failure.reason)
 
     def _note(self, s: Settled, job: PendingJob, check: str, detail: str) -> None:
@@ -251,7 +297,17 @@ class CatalogPass:
         if trace is None:  # nothing traced (a session without pend reasons)
             return
         trace.append(TraceEntry(job.id, "catalog", check, detail))
-        self._trace_of.setdefault(id(s.bucket), []).append(len(trace) - 1)
+        self._traced(s.bucket, len(trace) - 1, len(trace))
+
+    def _traced(self, bucket: Bucket, start: int, stop: int) -> None:
+        """The bucket's entries include trace[start:stop]."""
+        runs = self._trace_of.get(bucket)
+        if runs is None:
+            self._trace_of[bucket] = [(start, stop)]
+        elif runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], stop)
+        else:
+            runs.append((start, stop))
 
     # ------------------------------------------------------------------ one job
     def try_job(self, s: Settled, job: PendingJob) -> Outcome:
@@ -265,9 +321,9 @@ class CatalogPass:
             placed = self._on_real_hosts(s, job)
             if placed is not None:
                 return placed
-        usable = self._usable.get(id(bucket))
+        usable = self._usable.get(bucket)
         if usable is None:
-            usable = self._usable[id(bucket)] = self._usable_templates(s, job)
+            usable = self._usable[bucket] = self._usable_templates(s, job)
         if not usable:
             return self._why_not(s)
         n = bucket.n
@@ -298,42 +354,60 @@ class CatalogPass:
     def _usable_templates(self, s: Settled, job: PendingJob) -> list[TemplateSupply]:
         """The templates whose hosts could ever take the bucket's jobs; the others are
         traced (with `job`, the first job tried this session) in rank order."""
-        bucket = s.bucket
-        fits = self._fits(bucket)
-        if self.trace is not None:
-            for verdict, _room in fits:
-                if isinstance(verdict, Failure):
-                    self._note(s, job, verdict.check, verdict.detail)
+        fit = self._fits(s.bucket)
+        if self.trace is not None and fit.notes:
+            self._note_static(s, job, fit)
         templates = self.templates
-        return [templates[at] for at in bucket.usable_at]
+        return [templates[at] for at in fit.usable_at]
+
+    def _note_static(self, s: Settled, job: PendingJob, fit: StaticFit) -> None:
+        """Trace the templates that can never take the bucket's jobs. The entries are
+        kept with the job they name: the next session that tries the same job first
+        shares them (they are immutable)."""
+        trace = self.trace
+        assert trace is not None
+        if fit.traced_job != job.id:
+            fit.traced_job = job.id
+            fit.entries = [
+                TraceEntry(job.id, "catalog", check, detail) for check, detail in fit.notes
+            ]
+        start = len(trace)
+        trace.extend(fit.entries)
+        self._traced(s.bucket, start, len(trace))
 
     def _why_not(self, s: Settled) -> Outcome:
         """No template can take this bucket: say why, or keep the real reason when the
-        queue may not burst at all."""
-        verdicts = [v for v, _room in self._fits(s.bucket)]
-        checks = [v for v in verdicts if isinstance(v, Failure) and v.check != "queue"]
+        queue may not burst at all (static: kept with the bucket's fit)."""
+        fit = self._fits(s.bucket)
+        if fit.why_not is False:
+            fit.why_not = self._no_template(s.bucket, fit)
+        assert fit.why_not is None or isinstance(fit.why_not, Failure)
+        return fit.why_not
+
+    @staticmethod
+    def _no_template(bucket: Bucket, fit: StaticFit) -> Failure | None:
+        checks = [v for v in fit.verdicts if v is not None and v.check != "queue"]
         if not checks:
             return None
         select = [v for v in checks if v.check == "select"]
-        if len(select) == len(checks) and s.bucket.req.select is not None:
+        if len(select) == len(checks) and bucket.req.select is not None:
             return Failure(
                 RESOURCE, "select",
-                f"No template can host this job: select[{s.bucket.req.select.text}]",
+                f"No template can host this job: select[{bucket.req.select.text}]",
             )
         shape = next(v for v in checks if v.check != "select")
         return Failure(RESOURCE, shape.check, f"No template can host this job: {shape.detail}")
 
-    def _fits(self, bucket: Bucket) -> list[tuple[object, int]]:
-        """Per template (rank order): whether its hosts could ever take the bucket's
-        jobs (None, or the Failure saying why not), and how many of their slots an
-        empty host holds. Static: kept on the bucket."""
-        fits = bucket.fits
-        if fits is None:
-            fits = bucket.fits = [self._static_fit(bucket, t) for t in self.templates]
-            bucket.usable_at = [at for at, (verdict, _room) in enumerate(fits) if verdict is None]
-        return fits
+    def _fits(self, bucket: Bucket) -> StaticFit:
+        """Whether each template's hosts could ever take the bucket's jobs. Static: kept
+        on the bucket."""
+        fit = bucket.fits
+        if fit is None:
+            fit = bucket.fits = StaticFit([self._static_fit(bucket, t) for t in self.templates])
+        assert isinstance(fit, StaticFit)
+        return fit
 
-    def _static_fit(self, bucket: Bucket, supply: TemplateSupply) -> tuple[object, int]:
+    def _static_fit(self, bucket: Bucket, supply: TemplateSupply) -> tuple[Failure | None, int]:
         template = supply.template
         verdict: Failure | None = None
         select = bucket.req.select
@@ -509,7 +583,7 @@ class CatalogPass:
             if pieces:
                 sizes = unplaced  # one more host for each piece
             else:
-                per_host = self._fits(bucket)[supply.index][1]
+                per_host = self._fits(bucket).rooms[supply.index]
                 count = -(-left // per_host)
                 sizes = [per_host] * (count - 1) + [left - per_host * (count - 1)]
             count = len(sizes)
@@ -607,6 +681,10 @@ class CatalogPass:
             supply.jobs.append(job.id)
             supply.free_total -= sum(hosts.values()) + opened
         return Placed(job.id, supply, new_hosts, tokens)
+
+
+def _first_key(s: Settled) -> SortKey:
+    return s.members[0].key
 
 
 def _no_more_hosts(template: HostTemplate) -> Failure:

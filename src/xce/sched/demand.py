@@ -11,7 +11,7 @@ from xce.model.result import (
     SurplusHosts,
     SurplusTokens,
 )
-from xce.sched.buckets import PendingJob
+from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.catalog import CatalogPass, Outcome, Placed
 from xce.sched.realpass import Failure, Settled
 from xce.sched.reasons import PROVISIONING
@@ -59,8 +59,19 @@ def pend_groups(
             PendGroup(settled.failure.reason, settled.failure.kind, members, [settled.trace])
             for settled, members, _outcome in outcomes
         ]
-    groups: dict[tuple[int, str], PendGroup] = {}
-    reopened: set[tuple[int, str]] = set()  # groups that got members in several runs
+    if catalog.one_each:  # one group per settled bucket, none to merge
+        groups_each: list[PendGroup] = []
+        for settled, members, outcome in outcomes:
+            failure = outcome if isinstance(outcome, Failure) else settled.failure
+            groups_each.append(
+                PendGroup(
+                    failure.reason, failure.kind, members, [settled.trace],
+                    catalog.trace_runs(settled.bucket),
+                )
+            )
+        return groups_each
+    groups: dict[tuple[Bucket, str], PendGroup] = {}
+    reopened: set[tuple[Bucket, str]] = set()  # groups that got members in several runs
     # Reasons of jobs placed on a template without tokens: one per (template, new hosts)
     waiting: dict[tuple[int, bool], str] = {}
     for settled, members, outcome in outcomes:
@@ -78,12 +89,13 @@ def pend_groups(
             reason, kind = outcome.reason, outcome.kind
         else:
             reason, kind = settled.failure.reason, settled.failure.kind
-        key = (id(settled.bucket), reason)
+        key = (settled.bucket, reason)
         group = groups.get(key)
         if group is None:
-            trace = [settled.trace, *catalog.trace_indices(settled.bucket)]
             # The members list is the pass's own slice: the group takes it over.
-            groups[key] = PendGroup(reason, kind, members, trace)
+            groups[key] = PendGroup(
+                reason, kind, members, [settled.trace], catalog.trace_runs(settled.bucket)
+            )
             continue
         if members:
             if key not in reopened:
