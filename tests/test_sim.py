@@ -173,17 +173,20 @@ ELASTIC = """
       providers: {sim: {lead_time: 120}}
 """
 
+# Job 1 fills n01; jobs 2 and 3 each need a new cloud host.
+ELASTIC_JOBS = """
+    jobs:
+      - {id: 1, submit: 0, run: 1000, n: 4}
+      - {ids: "2-3", submit: 0, run: 200, n: 4}
+"""
+
 
 def test_a_template_idle_time_of_zero_reclaims_at_once(tmp_path):
     """The template's own idle time (0 here, the catalog's is 300) decides both what the
     session reports idle and when the simulator wakes for it: jobs 2 and 3 end at 340
     with nothing else waiting, the hosts are due at once: the session at that tick
     (340) drains them and the next one decommissions them."""
-    jobs = workload(tmp_path, """
-        jobs:
-          - {id: 1, submit: 0, run: 1000, n: 4}
-          - {ids: "2-3", submit: 0, run: 200, n: 4}
-    """)
+    jobs = workload(tmp_path, ELASTIC_JOBS)
     config = ELASTIC.replace(
         "- {name: cloud, provider: sim, slots: 4, max: 4}",
         "- {name: cloud, provider: sim, slots: 4, max: 4, idle_time: 0}",
@@ -208,11 +211,7 @@ def test_elastic_run_requests_joins_runs_and_reclaims(tmp_path):
     t=640 idle 300 s (idle_time): both drained; t=650 closed and empty: decommissioned.
     t=1000 job 1 ends: the last event. host-hours 2 x (650 - 140) s.
     """
-    jobs = workload(tmp_path, """
-        jobs:
-          - {id: 1, submit: 0, run: 1000, n: 4}
-          - {ids: "2-3", submit: 0, run: 200, n: 4}
-    """)
+    jobs = workload(tmp_path, ELASTIC_JOBS)
     sim, summary = simulate(cluster(ELASTIC), jobs)
     assert log_of(sim) == [
         (20, "RequestHosts", "cloud", 2),
@@ -528,11 +527,7 @@ def test_cli_sim_run_json_prints_the_summary(tmp_path):
 def test_cli_sim_run_with_cluster_file_elastic(tmp_path):
     (tmp_path / "cluster.yaml").write_text(textwrap.dedent(ELASTIC))
     path = tmp_path / "jobs.yaml"
-    path.write_text(textwrap.dedent("""
-        jobs:
-          - {id: 1, submit: 0, run: 1000, n: 4}
-          - {ids: "2-3", submit: 0, run: 200, n: 4}
-    """))
+    path.write_text(textwrap.dedent(ELASTIC_JOBS))
     result = CliRunner().invoke(
         main, ["sim", "run", str(tmp_path / "cluster.yaml"), "--workload", str(path), "--json"]
     )

@@ -140,16 +140,32 @@ class StaticFit:
     many of the jobs' slots an empty host holds. The configuration is fixed for the
     bucket's life (a new configuration makes new buckets)."""
 
-    __slots__ = ("entries", "notes", "rooms", "traced_job", "usable_at", "verdicts", "why_not")
+    __slots__ = ("entries", "notes", "rooms", "traced_job", "usable_at", "why_not")
 
-    def __init__(self, fits: list[tuple[Failure | None, int]]) -> None:
-        self.verdicts = [verdict for verdict, _room in fits]
+    def __init__(self, bucket: Bucket, fits: list[tuple[Failure | None, int]]) -> None:
+        verdicts = [verdict for verdict, _room in fits]
         self.rooms = [room for _verdict, room in fits]
-        self.usable_at = [at for at, verdict in enumerate(self.verdicts) if verdict is None]
-        self.notes = [(v.check, v.detail) for v in self.verdicts if v is not None]
-        self.why_not: object = False  # not worked out yet; then a Failure or None
+        self.usable_at = [at for at, verdict in enumerate(verdicts) if verdict is None]
+        self.notes = [(v.check, v.detail) for v in verdicts if v is not None]
+        # The outcome when no template can take the jobs (None: keep the real reason)
+        self.why_not = _no_template(bucket, verdicts)
         self.traced_job = -1  # the job the trace entries name
         self.entries: list[TraceEntry] = []
+
+
+def _no_template(bucket: Bucket, verdicts: list[Failure | None]) -> Failure | None:
+    """Why no template can host the bucket's jobs, or None when its queue may not
+    burst at all."""
+    checks = [v for v in verdicts if v is not None and v.check != "queue"]
+    if not checks:
+        return None
+    select = [v for v in checks if v.check == "select"]
+    if len(select) == len(checks) and bucket.req.select is not None:
+        return Failure(
+            RESOURCE, "select", f"No template can host this job: select[{bucket.req.select.text}]"
+        )
+    shape = next(v for v in checks if v.check != "select")
+    return Failure(RESOURCE, shape.check, f"No template can host this job: {shape.detail}")
 
 
 class CatalogPass:
@@ -185,7 +201,6 @@ class CatalogPass:
         }
         self.budget = state.config.catalog.max_jobs_per_session
         self.evaluated = 0
-        self.active = True  # False: nothing was provisionable (every job keeps its reason)
         # True while each settled bucket has one outcome for all its jobs: no job was
         # placed or held at a limit on its own.
         self.one_each = True
@@ -209,7 +224,6 @@ class CatalogPass:
         each placed job (one entry per job), a Failure (the catalog's reason for the
         rest of the bucket) or None (keep the real pass's reason)."""
         if not self.templates and not self.tokens:  # nothing is provisionable
-            self.active = False
             return [(s, s.members, None) for s in settled]
         results: list[tuple[Settled, list[PendingJob], Outcome]] = []
         # Buckets come in order of their first job; a bucket that stops before its
@@ -221,10 +235,7 @@ class CatalogPass:
                 results.append((s, s.members, None))
             elif s.members:
                 fresh.append(s)
-        for later in range(1, len(fresh)):  # in order already unless limits split buckets
-            if fresh[later].members[0].key < fresh[later - 1].members[0].key:
-                fresh.sort(key=_first_key)
-                break
+        fresh.sort(key=_first_key)  # in order already, unless limits split buckets
         heap: list[tuple[SortKey, int, Settled, int]] = []
         budget, try_job = self.budget, self.try_job
         limits = self.state.config.limits
@@ -325,7 +336,7 @@ class CatalogPass:
         if usable is None:
             usable = self._usable[bucket] = self._usable_templates(s, job)
         if not usable:
-            return self._why_not(s)
+            return self._fits(bucket).why_not
         n = bucket.n
         # Free slot totals are a cheap necessary condition: skip templates without them.
         shape = bucket.shape
@@ -375,35 +386,14 @@ class CatalogPass:
         trace.extend(fit.entries)
         self._traced(s.bucket, start, len(trace))
 
-    def _why_not(self, s: Settled) -> Outcome:
-        """No template can take this bucket: say why, or keep the real reason when the
-        queue may not burst at all (static: kept with the bucket's fit)."""
-        fit = self._fits(s.bucket)
-        if fit.why_not is False:
-            fit.why_not = self._no_template(s.bucket, fit)
-        assert fit.why_not is None or isinstance(fit.why_not, Failure)
-        return fit.why_not
-
-    @staticmethod
-    def _no_template(bucket: Bucket, fit: StaticFit) -> Failure | None:
-        checks = [v for v in fit.verdicts if v is not None and v.check != "queue"]
-        if not checks:
-            return None
-        select = [v for v in checks if v.check == "select"]
-        if len(select) == len(checks) and bucket.req.select is not None:
-            return Failure(
-                RESOURCE, "select",
-                f"No template can host this job: select[{bucket.req.select.text}]",
-            )
-        shape = next(v for v in checks if v.check != "select")
-        return Failure(RESOURCE, shape.check, f"No template can host this job: {shape.detail}")
-
     def _fits(self, bucket: Bucket) -> StaticFit:
         """Whether each template's hosts could ever take the bucket's jobs. Static: kept
         on the bucket."""
         fit = bucket.fits
         if fit is None:
-            fit = bucket.fits = StaticFit([self._static_fit(bucket, t) for t in self.templates])
+            fit = bucket.fits = StaticFit(
+                bucket, [self._static_fit(bucket, t) for t in self.templates]
+            )
         assert isinstance(fit, StaticFit)
         return fit
 

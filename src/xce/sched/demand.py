@@ -54,22 +54,10 @@ def pend_groups(
 ) -> list[PendGroup]:
     """Pend groups for the buckets the real pass settled on resources, after the
     catalog pass: jobs waiting for provisioning get their own reasons."""
-    if not catalog.active:  # every settled group as the real pass left it
-        return [
-            PendGroup(settled.failure.reason, settled.failure.kind, members, [settled.trace])
-            for settled, members, _outcome in outcomes
-        ]
-    if catalog.one_each:  # one group per settled bucket, none to merge
-        groups_each: list[PendGroup] = []
-        for settled, members, outcome in outcomes:
-            failure = outcome if isinstance(outcome, Failure) else settled.failure
-            groups_each.append(
-                PendGroup(
-                    failure.reason, failure.kind, members, [settled.trace],
-                    catalog.trace_runs(settled.bucket),
-                )
-            )
-        return groups_each
+    # Each settled bucket with one outcome for all its jobs (nothing placed or held
+    # at a limit on its own): one group each, nothing to merge.
+    one_each = catalog.one_each
+    each: list[PendGroup] = []
     groups: dict[tuple[Bucket, str], PendGroup] = {}
     reopened: set[tuple[Bucket, str]] = set()  # groups that got members in several runs
     # Reasons of jobs placed on a template without tokens: one per (template, new hosts)
@@ -89,6 +77,13 @@ def pend_groups(
             reason, kind = outcome.reason, outcome.kind
         else:
             reason, kind = settled.failure.reason, settled.failure.kind
+        if one_each:
+            each.append(
+                PendGroup(
+                    reason, kind, members, [settled.trace], catalog.trace_runs(settled.bucket)
+                )
+            )
+            continue
         key = (settled.bucket, reason)
         group = groups.get(key)
         if group is None:
@@ -108,7 +103,7 @@ def pend_groups(
         members_list = groups[key].members
         assert isinstance(members_list, list)
         members_list.sort(key=lambda m: m.key)
-    return list(groups.values())
+    return each if one_each else list(groups.values())
 
 
 def demand(catalog: CatalogPass) -> Demand:
