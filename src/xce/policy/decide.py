@@ -22,14 +22,25 @@ from xce.policy.actions import (
 )
 
 
-class ProvisionedHost(msgspec.Struct, frozen=True):
-    """A host that came from a template, as the provisioning side sees it."""
+class ProvisionedHost:
+    """A host that came from a template, as the provisioning side sees it. (A plain
+    class: compiled, it is made and its fields are read directly; a round reads many.
+    Treat it as immutable.)"""
 
-    name: str
-    template: str
-    state: str  # ok, closed, unreach, ...
-    joined: float
-    running: int  # jobs running on it
+    __slots__ = ("joined", "name", "running", "state", "template")
+
+    def __init__(self, name: str, template: str, state: str, joined: float, running: int) -> None:
+        self.name = name
+        self.template = template
+        self.state = state  # ok, closed, unreach, ...
+        self.joined = joined
+        self.running = running  # jobs running on it
+
+    def __repr__(self) -> str:
+        return (
+            f"ProvisionedHost({self.name!r}, {self.template!r}, {self.state!r}, "
+            f"{self.joined!r}, {self.running!r})"
+        )
 
 
 class PolicyInput(msgspec.Struct, frozen=True):
@@ -156,7 +167,8 @@ def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> l
         if host.state != "ok":
             open_count[host.template] = open_count.get(host.template, 0) - 1
     idle = {h.host: h.idle_for for h in inp.idle.hosts}
-    for host in sorted(inp.hosts, key=_join_order):
+    # In join order (names are unique: no two entries tie)
+    for _joined, _name, host in sorted([(h.joined, h.name, h) for h in inp.hosts]):
         state, template = host.state, host.template
         if state == "closed" and host.running == 0:
             actions.append(DecommissionHost(host.name, "drained and empty"))
@@ -170,7 +182,3 @@ def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> l
             actions.append(DrainHost(host.name, f"idle reclaim (idle {idle[host.name]:g} s)"))
             open_count[template] -= 1
     return actions
-
-
-def _join_order(host: ProvisionedHost) -> tuple[float, str]:
-    return host.joined, host.name

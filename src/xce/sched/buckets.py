@@ -125,7 +125,8 @@ class Bucket:
         self._order.append(job)
 
     def remove(self, job_id: int) -> None:
-        job = self.members.pop(job_id)
+        job = self.members[job_id]
+        del self.members[job_id]
         order = self._order
         if self._start < len(order) and order[self._start] is job:
             self._start += 1

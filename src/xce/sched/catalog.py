@@ -11,9 +11,9 @@ twice. Virtual hosts are packed first-fit.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Sequence
+from heapq import heappop, heappush
 
 from xce.model.cluster import HostTemplate
 from xce.model.result import SortKey, TraceEntry
@@ -235,11 +235,11 @@ class CatalogPass:
                 results.append((s, s.members, None))
             elif s.members:
                 fresh.append(s)
-        fresh.sort(key=_first_key)  # in order already, unless limits split buckets
+        if len(fresh) > 1:
+            fresh.sort(key=_first_key)  # in order already, unless limits split buckets
         heap: list[tuple[SortKey, int, Settled, int]] = []
-        budget, try_job = self.budget, self.try_job
+        budget = self.budget
         limits = self.state.config.limits
-        heappop, heappush = heapq.heappop, heapq.heappush
         at, count = 0, len(fresh)
         while at < count or heap:
             if heap and (at == count or heap[0][0] < fresh[at].members[0].key):
@@ -260,7 +260,7 @@ class CatalogPass:
             while True:  # the job at `pos` is the earliest left
                 self.evaluated += 1
                 job = members[pos]
-                outcome = try_job(s, job)
+                outcome = self.try_job(s, job)
                 if isinstance(outcome, Placed):
                     results.append((s, [job], outcome))
                     self.one_each = False

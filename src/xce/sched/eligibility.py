@@ -7,10 +7,10 @@ from xce.model.cluster import Queue
 from xce.resreq import Select
 from xce.sched.hosts import HostRecord, queue_allows
 from xce.sched.pools import PoolRecord
-from xce.sched.state import SchedulerState
+from xce.sched.state import HostIndex, SchedulerState
 
 
-class Eligible:
+class Eligible(HostIndex):
     """Hosts of a queue that satisfy a select: all of them, and the open ones. Kept up
     to date as hosts join, change state and leave."""
 
@@ -71,7 +71,7 @@ def _selects(select: Select, host: HostRecord, class_cache: dict[object, bool]) 
     return verdict
 
 
-class Reach:
+class Reach(HostIndex):
     """Hosts that can take tokens from a pool, kept up to date."""
 
     __slots__ = ("hosts", "pool")

@@ -118,7 +118,7 @@ def spread_everywhere(
                 chosen.append(index)
                 if len(chosen) == wanted:
                     break
-    placement = dict.fromkeys(chosen, same)
+    placement = {index: same for index in chosen}
     placement[chosen[-1]] = n - same * (wanted - 1)
     return placement
 

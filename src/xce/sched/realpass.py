@@ -7,7 +7,7 @@ jobs at once: capacity and limits only shrink within a session.
 
 from __future__ import annotations
 
-import heapq
+from heapq import heapify, heappop, heappush, heapreplace
 from itertools import product
 
 from xce.model.result import Dispatch, SortKey, TraceEntry
@@ -317,8 +317,8 @@ class RealPass:
             _key, _seq, bucket, order, pos = heap[0]
             self._run(bucket, order, pos, None)
             return
-        heapq.heapify(heap)
-        heappop, quick_failure = heapq.heappop, self.evaluator.quick_failure
+        heapify(heap)
+        evaluator = self.evaluator  # (a native object: its methods are called directly)
         limits = self.state.config.limits
         while heap:
             _key, seq, bucket, order, pos = heappop(heap)
@@ -326,7 +326,7 @@ class RealPass:
             if not limits:
                 # The common case inline: the bucket fails at its next job (the first
                 # step of _run and _run_single_hosts, without the calls).
-                found = quick_failure(bucket)
+                found = evaluator.quick_failure(bucket)
                 if isinstance(found, Failure):
                     self.evaluations += 1
                     self._settle(bucket, order, pos, found)
@@ -334,7 +334,7 @@ class RealPass:
                 cands = found
             pos = self._run(bucket, order, pos, heap[0][0] if heap else None, cands)
             if pos < len(order):
-                heapq.heappush(heap, (order[pos].key, seq, bucket, order, pos))
+                heappush(heap, (order[pos].key, seq, bucket, order, pos))
 
     def _run(
         self,
@@ -375,7 +375,8 @@ class RealPass:
             if isinstance(outcome, Failure):
                 self._settle(bucket, order, pos, outcome)
                 return end
-            self._dispatch(bucket, job, *outcome)
+            placed, pools = outcome  # (not *outcome: compiled, that is a generic call)
+            self._dispatch(bucket, job, placed, pools)
             pos += 1
         return pos
 
@@ -429,7 +430,7 @@ class RealPass:
             if heap is None:
                 usable = cap.usable
                 heap = [(key(i), i) for i in fits if usable(i, per_slot) >= n]
-                heapq.heapify(heap)
+                heapify(heap)
             if not heap:
                 room = evaluator.room(bucket, cands)
                 self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
@@ -437,9 +438,9 @@ class RealPass:
             index = heap[0][1]
             self._dispatch(bucket, job, {index: n}, {})
             if cap.usable(index, per_slot) >= n:
-                heapq.heapreplace(heap, (key(index), index))
+                heapreplace(heap, (key(index), index))
             else:
-                heapq.heappop(heap)
+                heappop(heap)
             pos += 1
         return pos
 

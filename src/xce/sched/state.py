@@ -7,9 +7,7 @@ refresh its caches). Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 import math
-from bisect import insort
 from collections.abc import Iterable
-from typing import Protocol
 
 import msgspec
 
@@ -39,10 +37,14 @@ from xce.sched.limits import limit_key
 from xce.sched.pools import PoolRecord
 
 
-class HostIndex(Protocol):
-    """A derived index over hosts that follows host changes incrementally."""
+class HostIndex:
+    """A derived index over hosts that follows host changes incrementally (a base
+    class, not a protocol: compiled, its method is called directly)."""
 
-    def host_changed(self, host: HostRecord, present: bool) -> None: ...
+    __slots__ = ()
+
+    def host_changed(self, host: HostRecord, present: bool) -> None:
+        raise NotImplementedError
 
 
 class SubmitError(ValueError):
@@ -90,6 +92,7 @@ class SchedulerState:
         self.free_slots: list[int] = []
         self.free_res: dict[str, list[float]] = {}
         self.open_free: set[int] = set()  # open hosts with a free slot
+        self._free_drops = 0  # removals from open_free since it was last rebuilt
         self.provisioned: dict[int, HostRecord] = {}  # hosts that came from a template
         self.idle_provisioned: dict[int, HostRecord] = {}  # ... running nothing
         # Whether idle_provisioned is in order of idle_since (it is when events come in
@@ -338,7 +341,7 @@ class SchedulerState:
                 column.append(0.0)
         self.hosts[index] = host
         self.names[index] = name
-        insort(self.name_order, index, key=self.names.__getitem__)
+        self.name_order.insert(self._name_position(name), index)
         self.free_slots[index] = slots
         for res, column in self.free_res.items():
             value = resources.get(res, 0)
@@ -351,6 +354,34 @@ class SchedulerState:
             self.idle_provisioned[index] = host
             self.alive[template] = self.alive.get(template, 0) + 1
         return host
+
+    def _name_position(self, name: str) -> int:
+        """Where `name` is or would go in name_order (bisection; written out, as
+        compiled code calls bisect's functions with a key by a slow generic call)."""
+        order, names = self.name_order, self.names
+        low, high = 0, len(order)
+        while low < high:
+            middle = (low + high) // 2
+            if names[order[middle]] < name:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def _drop_free(self, index: int) -> None:
+        """Host `index` is no longer open with a free slot.
+
+        A set never shrinks its table: one that held most hosts and now holds a few
+        costs its whole table on every walk (a session walks it), so after many
+        removals it is rebuilt, compact, in place (views share it)."""
+        open_free = self.open_free
+        open_free.discard(index)
+        self._free_drops += 1
+        if self._free_drops > 32 + 4 * len(open_free):
+            self._free_drops = 0
+            kept = list(open_free)
+            open_free.clear()
+            open_free.update(kept)
 
     def _add_host(self, event: HostAdded) -> None:
         template = event.template
@@ -372,7 +403,7 @@ class SchedulerState:
         if host.is_open and self.free_slots[host.index] > 0:
             self.open_free.add(host.index)
         else:
-            self.open_free.discard(host.index)
+            self._drop_free(host.index)
         self._hosts_changed(host)
 
     def _remove_host(self, host: HostRecord) -> None:
@@ -381,16 +412,22 @@ class SchedulerState:
                 f"host '{host.name}' still runs jobs {sorted(host.running)}: requeue or "
                 "finish them first"
             )
-        self.hosts[host.index] = None
-        self.name_order.remove(host.index)
-        self.names[host.index] = ""
+        index = host.index
+        self.hosts[index] = None
+        at = self._name_position(host.name)
+        assert self.name_order[at] == index
+        del self.name_order[at]
+        self.names[index] = ""
         del self.host_by_name[host.name]
-        if self.provisioned.pop(host.index, None) is not None and host.template is not None:
-            self.alive[host.template] -= 1
-        self.idle_provisioned.pop(host.index, None)
-        self.open_free.discard(host.index)
-        self.free_slots[host.index] = 0
-        self._free_indices.append(host.index)
+        if index in self.provisioned:
+            del self.provisioned[index]
+            if host.template is not None:
+                self.alive[host.template] -= 1
+        if index in self.idle_provisioned:
+            del self.idle_provisioned[index]
+        self._drop_free(index)
+        self.free_slots[index] = 0
+        self._free_indices.append(index)
         self._hosts_changed(host, present=False)
 
     def _pool(self, resource: str, pool: str) -> PoolRecord:
@@ -419,20 +456,21 @@ class SchedulerState:
 
     def _supply(self, event: SupplyChanged) -> None:
         templates = self.templates
-        for name in [*event.in_flight, *event.allowance]:
-            if name not in templates:
-                raise SchedulerInputError(f"unknown template '{name}'")
+        in_flight, allowances = event.in_flight, event.allowance
+        for names in (in_flight, allowances):
+            for name in names:
+                if name not in templates:
+                    raise SchedulerInputError(f"unknown template '{name}'")
+        tokens, borrowed, headroom = event.tokens_in_flight, event.borrowed, event.headroom
         resolved = [
             (self.pool_by_key(key), field, value)
             for field, values in (
-                ("tokens_in_flight", event.tokens_in_flight),
-                ("borrowed", event.borrowed),
-                ("headroom", event.headroom),
+                ("tokens_in_flight", tokens), ("borrowed", borrowed), ("headroom", headroom),
             )
             for key, value in values.items()
-        ]
-        self.in_flight.update(event.in_flight)
-        for name, allowance in event.allowance.items():
+        ] if tokens or borrowed or headroom else []
+        self.in_flight.update(in_flight)
+        for name, allowance in allowances.items():
             if allowance < 0:  # a negative allowance lifts the runtime cap
                 self.allowance.pop(name, None)
             else:
@@ -522,12 +560,15 @@ class SchedulerState:
         self.pending[spec.id] = job
 
     def _dequeue(self, job_id: int) -> PendingJob:
-        job = self.pending.pop(job_id, None)
+        # (get and del, not pop: compiled, a dict's pop is a method call by name)
+        job = self.pending.get(job_id)
         if job is None:
-            held = self.held.pop(job_id, None)
+            held = self.held.get(job_id)
             if held is None:
                 raise SchedulerInputError(f"job {job_id} is not pending")
+            del self.held[job_id]
             return held
+        del self.pending[job_id]
         assert job.bucket is not None
         job.bucket.remove(job_id)
         if not job.bucket.members:
@@ -595,7 +636,7 @@ class SchedulerState:
         hosts, free_slots, open_free = self.hosts, self.free_slots, self.open_free
         idle, job_id, usage = self.idle_provisioned, run.spec.id, run.usage
         placed = run.hosts
-        slots_total = sum(placed.values())
+        slots_total = 0
         if usage:
             free_res = self.free_res
             for res, per_slot in usage.items():
@@ -603,6 +644,7 @@ class SchedulerState:
                 for index, slots in placed.items():
                     column[index] -= sign * per_slot * slots
         for index, slots in placed.items():
+            slots_total += slots
             host = hosts[index]
             free = free_slots[index] - sign * slots
             free_slots[index] = free
@@ -611,10 +653,11 @@ class SchedulerState:
             running = host.running
             if sign > 0:
                 running[job_id] = slots
-                if host.template is not None:
-                    idle.pop(index, None)
+                if host.template is not None and index in idle:
+                    del idle[index]
             else:
-                running.pop(job_id, None)
+                if job_id in running:
+                    del running[job_id]
                 if not running:
                     host.idle_since = time
                     if host.template is not None:
@@ -622,8 +665,8 @@ class SchedulerState:
                         self._went_idle(host)
             if free > 0 and host.state == OPEN_STATE:
                 open_free.add(index)
-            else:
-                open_free.discard(index)
+            elif index in open_free:
+                self._drop_free(index)
         self.busy_slots += sign * slots_total
         for res, pool in run.pools.items():
             pool.used += sign * run.shared[res]
@@ -634,17 +677,19 @@ class SchedulerState:
             counter[1] += sign
 
     def _finish(self, job_id: int, time: float) -> None:
-        run = self.running.pop(job_id, None)
+        run = self.running.get(job_id)
         if run is None:
             self._dequeue(job_id)
         else:
+            del self.running[job_id]
             self._hold_capacity(run, -1, time)
         del self._submitted[job_id]
 
     def _requeue(self, job_id: int, time: float) -> None:
-        run = self.running.pop(job_id, None)
+        run = self.running.get(job_id)
         if run is None:
             raise SchedulerInputError(f"job {job_id} is not running")
+        del self.running[job_id]
         self._hold_capacity(run, -1, time)
         self._enqueue(run.spec, run.key, False)
 

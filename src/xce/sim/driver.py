@@ -272,7 +272,7 @@ class Simulator:
             self.recorder.session(tick, result)
         if result.dispatch:
             started, used_hosts, run_gen = self.metrics.started, self.used_hosts, self._run_gen
-            specs, at, finish = self._specs, self.loop.at, self._finish
+            specs, loop, finish = self._specs, self.loop, self._finish
             for d in result.dispatch:
                 job = d.job
                 self._apply(JobStarted(job=job, hosts=d.hosts, time=tick, pools=d.pools))
@@ -280,7 +280,7 @@ class Simulator:
                 used_hosts.update(d.hosts)
                 generation = run_gen.get(job, 0) + 1
                 run_gen[job] = generation
-                at(tick + specs[job].run, partial(finish, job, generation))
+                loop.at(tick + specs[job].run, partial(finish, job, generation))
         self._policy_round(result)
         self._sample(result)
         self._schedule_timer()
@@ -377,7 +377,8 @@ class Simulator:
             case DrainHost(host=host):
                 self._apply(HostStateChanged(name=host, state="closed", time=self.now))
                 self.closed.add(host)
-                self._open_provisioned.pop(host, None)
+                if host in self._open_provisioned:
+                    del self._open_provisioned[host]
                 self._dirty()
             case DecommissionHost(host=host):
                 self._release(host, lost=False)
@@ -458,9 +459,11 @@ class Simulator:
         self._release(host, lost=True)
 
     def _release(self, host: str, lost: bool) -> None:
-        template, joined = self.provisioned.pop(host)
+        template, joined = self.provisioned[host]
+        del self.provisioned[host]
         self.closed.discard(host)
-        self._open_provisioned.pop(host, None)
+        if host in self._open_provisioned:  # (not pop: compiled, a call by name)
+            del self._open_provisioned[host]
         self._apply(HostRemoved(name=host, time=self.now))
         slots = self.templates[template].slots
         self._capacity_changes.append((self.now, -float(slots)))
@@ -581,7 +584,6 @@ class Simulator:
         The cyclic garbage collector is paused meanwhile: a run makes next to no
         reference cycles, and collections would rescan its many live objects."""
         loop = self.loop
-        step, over = loop.step, self._over
         paused = gc.isenabled()
         gc.disable()
         try:
@@ -591,9 +593,9 @@ class Simulator:
                     nxt = loop.next_time()
                     if nxt is None or nxt > until:
                         break
-                if not loop.work and over():
+                if not loop.work and self._over():
                     break  # only wake-ups are left and nothing is waiting for them
-                if not step():
+                if not loop.step():
                     break
                 if progress is not None:
                     steps += 1

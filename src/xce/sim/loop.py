@@ -1,4 +1,4 @@
-"""The simulator's event loop: a heap of (time, priority, sequence, action).
+"""The simulator's event loop: actions in order of (time, priority, sequence).
 
 Actions at the same time run by priority (inputs before the session that reads them),
 then in the order they were scheduled. Nothing else: the simulator builds on it.
@@ -12,8 +12,8 @@ hundreds of thousands of entries).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
+from heapq import heappop, heappush
 from itertools import pairwise
 
 Action = Callable[[], None]
@@ -24,13 +24,19 @@ TIMER = 2  # a wake-up when something may fall due; not work by itself
 
 
 class EventLoop:
-    """Pops actions in time order."""
+    """Pops actions in time order.
 
-    __slots__ = ("_handler", "_heap", "_next", "_seq", "_times", "_work", "now")
+    A heap holds each time that has actions once (floats compare fast; most times
+    have one or two actions); beside it, each time's actions by priority, in the
+    order they were scheduled."""
+
+    __slots__ = ("_handler", "_next", "_seq", "_slots", "_times", "_when", "_work", "now")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, int, Action]] = []
-        self._seq = 0
+        self._when: list[float] = []  # heap of the times that have actions
+        # time -> its actions by priority (None: none of that priority), in order
+        self._slots: dict[float, list[list[Action] | None]] = {}
+        self._seq = 0  # actions ever scheduled
         self.now = 0.0
         self._work = 0  # scheduled heap actions that are not timers
         self._times: Sequence[float] = ()  # the stream: times, sorted
@@ -62,38 +68,60 @@ class EventLoop:
         if priority != TIMER:
             self._work += 1
         now = self.now
-        # max(time, now), exactly: the time itself unless it is in the past
-        heapq.heappush(self._heap, (now if now > time else time, priority, self._seq, action))
+        time = now if time < now else float(time)  # (times are floats, as `now` is)
+        slots = self._slots.get(time)
+        if slots is None:
+            slots = self._slots[time] = [None, None, None]
+            heappush(self._when, time)
+        actions = slots[priority]
+        if actions is None:
+            slots[priority] = [action]
+        else:
+            actions.append(action)
 
     def next_time(self) -> float | None:
-        heap, times, nxt = self._heap, self._times, self._next
+        when, times, nxt = self._when, self._times, self._next
         if nxt < len(times):
             first = times[nxt]
-            if heap and heap[0][0] < first:
-                return heap[0][0]
+            if when and when[0] < first:
+                return when[0]
             return first
-        return heap[0][0] if heap else None
+        return when[0] if when else None
 
     def step(self) -> bool:
         """Run the next action; False when nothing is left."""
         times, nxt = self._times, self._next
-        heap = self._heap
+        when = self._when
         if nxt < len(times):
             first = times[nxt]
-            if not heap or first <= heap[0][0]:
+            if not when or first <= when[0]:
                 self._next = nxt + 1
-                self.now = first
+                self.now = float(first)
                 assert self._handler is not None
                 self._handler(nxt)
                 return True
-        elif not heap:
+        elif not when:
             return False
-        time, priority, _seq, action = heapq.heappop(heap)
+        time = when[0]
+        slots = self._slots[time]
+        for priority in range(3):
+            actions = slots[priority]
+            if actions:
+                break
+        assert actions
+        action = actions.pop(0)
         if priority != TIMER:
             self._work -= 1
+        if not actions:
+            slots[priority] = None
+            if slots[0] is None and slots[1] is None and slots[2] is None:
+                heappop(when)
+                del self._slots[time]
         self.now = time
         action()
         return True
 
     def __len__(self) -> int:
-        return len(self._heap) + len(self._times) - self._next
+        return sum(
+            len(actions) for slots in self._slots.values() for actions in slots if actions
+        ) + len(self._times) - self._next
