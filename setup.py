@@ -24,6 +24,7 @@ COMPILED = [
     "src/xce/sim/driver.py",
     "src/xce/sim/loop.py",
     "src/xce/sim/metrics.py",
+    "src/xce/sim/providers.py",
     "src/xce/sim/workload.py",
 ]
 

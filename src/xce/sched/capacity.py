@@ -4,13 +4,15 @@ the state."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from xce.sched.buckets import LimitRef
 from xce.sched.hosts import HostRecord
 from xce.sched.pools import PoolRecord
 from xce.sched.state import SchedulerState
 
 # Float consumables: treat a shortfall below this as rounding, not a shortage.
-EPSILON = 1e-9
+EPSILON: Final = 1e-9
 
 
 class Capacity:

@@ -235,8 +235,12 @@ class CatalogPass:
                 results.append((s, s.members, None))
             elif s.members:
                 fresh.append(s)
-        if len(fresh) > 1:
-            fresh.sort(key=_first_key)  # in order already, unless limits split buckets
+        # In order already, unless limits split buckets (checked first: compiled, a
+        # sort's key function is a slow generic call per bucket)
+        for later in range(1, len(fresh)):
+            if fresh[later].members[0].key < fresh[later - 1].members[0].key:
+                fresh.sort(key=_first_key)
+                break
         heap: list[tuple[SortKey, int, Settled, int]] = []
         budget = self.budget
         limits = self.state.config.limits

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
+from typing import Final
 
 from xce.model.cluster import Queue, ResourceValue
 
-OPEN_STATE = "ok"
+OPEN_STATE: Final = "ok"
 
 
 class HostRecord:

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from xce.model.events import JobFinished, JobRequeued
 from xce.model.jobs import JobSpec
 from xce.sched.state import SchedulerState
 
-LOST_EXIT_CODE = -1  # a job ended with its host: no process exit status exists
+LOST_EXIT_CODE: Final = -1  # a job ended with its host: no process exit status exists
 
 
 def lost_job(state: SchedulerState, job: JobSpec, now: float, why: str

@@ -308,20 +308,29 @@ class RealPass:
         self.evaluations = 0
 
     def run(self) -> None:
-        heap: list[tuple[SortKey, int, Bucket, list[PendingJob], int]] = []
+        fresh: list[tuple[SortKey, int, Bucket, list[PendingJob], int]] = []
         for seq, bucket in enumerate(self.state.buckets.values()):
             order, start = bucket.ordered()
             if start < len(order):
-                heap.append((order[start].key, seq, bucket, order, start))
-        if len(heap) == 1:  # one bucket: nothing to merge
-            _key, _seq, bucket, order, pos = heap[0]
+                fresh.append((order[start].key, seq, bucket, order, start))
+        if len(fresh) == 1:  # one bucket: nothing to merge
+            _key, _seq, bucket, order, pos = fresh[0]
             self._run(bucket, order, pos, None)
             return
-        heapify(heap)
+        # Buckets in order of their next job: taken in the order of their first, and
+        # one that stops before its last job (another bucket's next job comes first)
+        # waits in a heap. Most settle at their first job and never enter it.
+        fresh.sort()
+        heap: list[tuple[SortKey, int, Bucket, list[PendingJob], int]] = []
         evaluator = self.evaluator  # (a native object: its methods are called directly)
         limits = self.state.config.limits
-        while heap:
-            _key, seq, bucket, order, pos = heappop(heap)
+        at, count = 0, len(fresh)
+        while at < count or heap:
+            if heap and (at == count or heap[0][0] < fresh[at][0]):
+                _key, seq, bucket, order, pos = heappop(heap)
+            else:
+                _key, seq, bucket, order, pos = fresh[at]
+                at += 1
             cands = None
             if not limits:
                 # The common case inline: the bucket fails at its next job (the first
@@ -332,7 +341,10 @@ class RealPass:
                     self._settle(bucket, order, pos, found)
                     continue
                 cands = found
-            pos = self._run(bucket, order, pos, heap[0][0] if heap else None, cands)
+            until = fresh[at][0] if at < count else None  # the next job of another bucket
+            if heap and (until is None or heap[0][0] < until):
+                until = heap[0][0]
+            pos = self._run(bucket, order, pos, until, cands)
             if pos < len(order):
                 heappush(heap, (order[pos].key, seq, bucket, order, pos))
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from xce.resreq import Select
 
 # A job that failed on resources may be helped by provisioning; the others may not.
-RESOURCE = "resource"
-LIMIT = "limit"
-HOLD = "hold"
-PROVISIONING = "provisioning"
+RESOURCE: Final = "resource"
+LIMIT: Final = "limit"
+HOLD: Final = "hold"
+PROVISIONING: Final = "provisioning"
 
-HELD = "The job was suspended by the user while pending"
+HELD: Final = "The job was suspended by the user while pending"
 
 
 def no_host(select: Select | None, queue: str) -> str:

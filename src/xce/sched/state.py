@@ -656,8 +656,7 @@ class SchedulerState:
                 if host.template is not None and index in idle:
                     del idle[index]
             else:
-                if job_id in running:
-                    del running[job_id]
+                del running[job_id]  # (set when it started: the host cannot have left)
                 if not running:
                     host.idle_since = time
                     if host.template is not None:

@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from heapq import heappop, heappush
 from itertools import pairwise
+from typing import Final
 
 Action = Callable[[], None]
 
-INPUT = 0  # job arrivals, completions, provider responses
-SESSION = 1  # a scheduling session and its policy round, after the inputs of its time
-TIMER = 2  # a wake-up when something may fall due; not work by itself
+INPUT: Final = 0  # job arrivals, completions, provider responses
+SESSION: Final = 1  # a scheduling session and its policy round, after the inputs of its time
+TIMER: Final = 2  # a wake-up when something may fall due; not work by itself
 
 
 class EventLoop:

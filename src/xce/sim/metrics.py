@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 import struct
 from array import array
-from typing import Any
+from typing import Any, Final
 
-BSLD_TAU = 10.0  # s: bounded slowdown threshold
+BSLD_TAU: Final = 10.0  # s: bounded slowdown threshold
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:

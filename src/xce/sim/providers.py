@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 
+from mypy_extensions import mypyc_attr
+
 from xce.model.policy import LeadTime, ProviderModel, TokenModel
 
 
@@ -20,6 +22,7 @@ def draw_lead_time(lead: LeadTime, rng: random.Random) -> float:
     return lead.mean
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # xce.sim.provider_kinds refines it
 class HostProvider:
     """One simulated host provider (e.g. `aws`)."""
 

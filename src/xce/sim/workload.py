@@ -21,27 +21,28 @@ import os
 import zlib
 from operator import attrgetter
 from pathlib import Path
+from typing import Final
 
 import msgspec
 
 from xce.config import ConfigError, load_yaml
 from xce.config.fields import MapReader, Place, as_id_range, as_list
 
-MALFORMED = "malformed"
-SUBMIT_NEGATIVE = "submit < 0"
-RUN_NOT_POSITIVE = "run time <= 0"
-PROCS_NOT_POSITIVE = "processors <= 0"
-DUPLICATE_ID = "duplicate job number"
+MALFORMED: Final = "malformed"
+SUBMIT_NEGATIVE: Final = "submit < 0"
+RUN_NOT_POSITIVE: Final = "run time <= 0"
+PROCS_NOT_POSITIVE: Final = "processors <= 0"
+DUPLICATE_ID: Final = "duplicate job number"
 
-SWF_FIELDS = 18
+SWF_FIELDS: Final = 18
 YAML_JOB_KEYS = (
     "id", "ids", "submit", "run", "n", "user", "queue", "mem_per_proc_mb", "requested_time",
     "res",
 )
-UNKNOWN_USER = "nobody"  # SWF user -1 (unknown); also the YAML default
+UNKNOWN_USER: Final = "nobody"  # SWF user -1 (unknown); also the YAML default
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_KB_PER_MB = 1024.0
+_GZIP_MAGIC: Final = b"\x1f\x8b"
+_KB_PER_MB: Final = 1024.0
 _job_order = attrgetter("submit", "id")
 
 
