@@ -59,10 +59,9 @@ class HostOrder:
         """The most preferred of `indices` (not empty)."""
         if self._getters:
             return min(indices, key=self)
-        free, names = self._free_slots, self._names
+        free = self._free_slots
         most = max([free[i] for i in indices])
-        # (tuples, no key: compiled, a key function is a slow generic call per item)
-        return min([(names[i], i) for i in indices if free[i] == most])[1]
+        return min([i for i in indices if free[i] == most], key=self._names.__getitem__)
 
     def ranked(self, indices: list[int]) -> list[int]:
         """`indices` in preference order."""
@@ -83,8 +82,8 @@ def default_ranked(
         ranked = [i for i in name_order if i in wanted]
         if len(ranked) != len(indices):  # not all real hosts (virtual ones have no name)
             ranked = None
-    if ranked is None:  # most free slots first, then by name (tuples: no key calls)
-        return [i for _free, _name, i in sorted([(-free_slots[i], names[i], i) for i in indices])]
+    if ranked is None:
+        ranked = sorted(indices, key=names.__getitem__)
     ranked.sort(key=free_slots.__getitem__, reverse=True)
     return ranked
 
@@ -111,7 +110,7 @@ def spread_everywhere(
     if wanted > len(cands):
         return None
     if len(cands) * 4 < len(name_order):  # few candidates: sort their names
-        chosen = [i for _name, i in sorted([(names[i], i) for i in cands])[:wanted]]
+        chosen = sorted(cands, key=names.__getitem__)[:wanted]
     else:  # many: the first of them in name order
         chosen = []
         for index in name_order:
