@@ -107,6 +107,7 @@ class SchedulerState:
         self.ranked: tuple[HostTemplate, ...] = ()  # templates by (rank, name)
         # template -> how long its hosts stay idle before they are reclaimable
         self.idle_times: dict[str, float] = {}
+        self.one_idle_time = True  # every template's idle time is the catalog's
         self.countable_pools: tuple[PoolRecord, ...] = ()  # pools tokens can be borrowed for
         self.limit_used: list[dict[tuple[str, str], list[int]]] = []  # [slots, jobs]
         self._limit_refs_cache: dict[tuple[str, str], tuple[LimitRef, ...]] = {}
@@ -219,6 +220,7 @@ class SchedulerState:
             t.name: config.catalog.idle_time if t.idle_time is None else t.idle_time
             for t in config.catalog.templates
         }
+        self.one_idle_time = len({config.catalog.idle_time, *self.idle_times.values()}) == 1
         self._limit_refs_cache = {}
         self.virtual = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
