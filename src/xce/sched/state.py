@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Final
 
 import msgspec
 
@@ -35,6 +36,16 @@ from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob
 from xce.sched.hosts import OPEN_STATE, HostRecord
 from xce.sched.limits import limit_key
 from xce.sched.pools import PoolRecord
+
+# The most frequent event types as constants: compiled, a Final name is read directly
+# where an imported class is looked up in the module's dictionary at every use.
+_SUBMITTED: Final = JobSubmitted
+_STARTED: Final = JobStarted
+_FINISHED: Final = JobFinished
+_HOST_ADDED: Final = HostAdded
+_HOST_STATE: Final = HostStateChanged
+_HOST_REMOVED: Final = HostRemoved
+_SUPPLY: Final = SupplyChanged
 
 
 class HostIndex:
@@ -133,27 +144,27 @@ class SchedulerState:
     # ------------------------------------------------------------------ events
     def apply(self, event: Event) -> None:
         """Apply one event. Raises SubmitError / SchedulerInputError, changing nothing."""
-        if type(event) is JobSubmitted:  # the most frequent events, without `match`
+        if type(event) is _SUBMITTED:  # the most frequent events, without `match`
             self._submit(event.job)
             self.version += 1
             return
-        if type(event) is JobStarted:
+        if type(event) is _STARTED:
             self._start(event.job, event.hosts, event.pools, event.time)
             self.version += 1
             self.capacity_version += 1
             return
-        if type(event) is JobFinished:
+        if type(event) is _FINISHED:
             self._finish(event.job, event.time)
             self.version += 1
             self.capacity_version += 1
             return
-        if type(event) is HostAdded:
+        if type(event) is _HOST_ADDED:
             self._add_host(event)
-        elif type(event) is HostStateChanged:
+        elif type(event) is _HOST_STATE:
             self._set_host_state(self._host(event.name), event.state)
-        elif type(event) is HostRemoved:
+        elif type(event) is _HOST_REMOVED:
             self._remove_host(self._host(event.name))
-        elif type(event) is SupplyChanged:
+        elif type(event) is _SUPPLY:
             self._supply(event)
         else:
             self._apply_other(event)
