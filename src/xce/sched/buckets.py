@@ -7,6 +7,9 @@ so a session evaluates a bucket, not each of its jobs.
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
+from typing import Generic, TypeVar
+
 from xce.model.cluster import Queue
 from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
@@ -14,6 +17,47 @@ from xce.resreq import ResReq
 
 BucketKey = tuple[str, int, str]  # queue, slots, requirement string
 LimitRef = tuple[int, tuple[str, str]]  # limit index, counter key (user, queue)
+
+T = TypeVar("T")
+
+
+class InKeyOrder(Generic[T]):
+    """Buckets (or what a pass keeps of one) taken in scheduling order of their next
+    job: entries `(key of that job, sequence, item, position of that job)`, keys
+    unique. Most buckets are taken once, in order of their first job; one put back
+    (it stopped before its last job because another bucket's next job comes first)
+    waits in a heap."""
+
+    __slots__ = ("_at", "_fresh", "_heap")
+
+    def __init__(self, entries: list[tuple[SortKey, int, T, int]]) -> None:
+        entries.sort()  # (usually in order already: linear then)
+        self._fresh = entries
+        self._at = 0
+        self._heap: list[tuple[SortKey, int, T, int]] = []
+
+    def left(self) -> bool:
+        return self._at < len(self._fresh) or bool(self._heap)
+
+    def pop(self) -> tuple[SortKey, int, T, int]:
+        """The entry whose next job comes first (there must be one)."""
+        heap, at = self._heap, self._at
+        if heap and (at == len(self._fresh) or heap[0][0] < self._fresh[at][0]):
+            return heappop(heap)
+        self._at = at + 1
+        return self._fresh[at]
+
+    def next_key(self) -> SortKey | None:
+        """The key of the next job of the entries left (None: none left)."""
+        heap, at = self._heap, self._at
+        key = self._fresh[at][0] if at < len(self._fresh) else None
+        if heap and (key is None or heap[0][0] < key):
+            key = heap[0][0]
+        return key
+
+    def push(self, key: SortKey, seq: int, item: T, pos: int) -> None:
+        """Put an entry back, at its next job."""
+        heappush(self._heap, (key, seq, item, pos))
 
 
 class PendingJob:

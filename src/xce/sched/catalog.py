@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from heapq import heappop, heappush
 
 from xce.model.cluster import HostTemplate
 from xce.model.result import SortKey, TraceEntry
 from xce.sched import placement
-from xce.sched.buckets import Bucket, PendingJob
+from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import reach
 from xce.sched.hosts import HostRecord, template_allowed
@@ -226,31 +225,17 @@ class CatalogPass:
         if not self.templates and not self.tokens:  # nothing is provisionable
             return [(s, s.members, None) for s in settled]
         results: list[tuple[Settled, list[PendingJob], Outcome]] = []
-        # Buckets come in order of their first job; a bucket that stops before its
-        # last job (the next one comes later than another bucket's) waits in a heap.
-        # Most buckets are settled at their first job and never enter it.
-        fresh: list[Settled] = []
+        fresh: list[tuple[SortKey, int, Settled, int]] = []
         for s in settled:
             if s.failure.kind != RESOURCE:
                 results.append((s, s.members, None))
             elif s.members:
-                fresh.append(s)
-        # In order already, unless limits split buckets (checked first: compiled, a
-        # sort's key function is a slow generic call per bucket)
-        for later in range(1, len(fresh)):
-            if fresh[later].members[0].key < fresh[later - 1].members[0].key:
-                fresh.sort(key=_first_key)
-                break
-        heap: list[tuple[SortKey, int, Settled, int]] = []
+                fresh.append((s.members[0].key, len(fresh), s, 0))
+        queue = InKeyOrder(fresh)
         budget = self.budget
         limits = self.state.config.limits
-        at, count = 0, len(fresh)
-        while at < count or heap:
-            if heap and (at == count or heap[0][0] < fresh[at].members[0].key):
-                _key, seq, s, pos = heappop(heap)
-            else:
-                s, seq, pos = fresh[at], at, 0
-                at += 1
+        while queue.left():
+            _key, seq, s, pos = queue.pop()
             if self.evaluated >= budget:
                 results.append((s, s.members[pos:], None))
                 self._note(
@@ -286,14 +271,12 @@ class CatalogPass:
                 if pos == end or self.evaluated >= budget:
                     break
                 if not known:
-                    next_key = fresh[at].members[0].key if at < count else None
-                    if heap and (next_key is None or heap[0][0] < next_key):
-                        next_key = heap[0][0]
+                    next_key = queue.next_key()
                     known = True
                 if next_key is not None and not members[pos].key < next_key:
                     break
             if pos < end:
-                heappush(heap, (members[pos].key, seq, s, pos))
+                queue.push(members[pos].key, seq, s, pos)
         return results
 
     def trace_runs(self, bucket: Bucket) -> Sequence[tuple[int, int]]:
@@ -675,10 +658,6 @@ class CatalogPass:
             supply.jobs.append(job.id)
             supply.free_total -= sum(hosts.values()) + opened
         return Placed(job.id, supply, new_hosts, tokens)
-
-
-def _first_key(s: Settled) -> SortKey:
-    return s.members[0].key
 
 
 def _no_more_hosts(template: HostTemplate) -> Failure:

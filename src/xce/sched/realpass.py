@@ -7,11 +7,11 @@ jobs at once: capacity and limits only shrink within a session.
 
 from __future__ import annotations
 
-from heapq import heapify, heappop, heappush, heapreplace
+from heapq import heapify, heappop, heapreplace
 from itertools import product
 
 from xce.model.result import Dispatch, SortKey, TraceEntry
-from xce.sched.buckets import Bucket, PendingJob
+from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible, eligible, reach
 from xce.sched.limits import limit_reason
@@ -308,29 +308,20 @@ class RealPass:
         self.evaluations = 0
 
     def run(self) -> None:
-        fresh: list[tuple[SortKey, int, Bucket, list[PendingJob], int]] = []
+        fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
         for seq, bucket in enumerate(self.state.buckets.values()):
             order, start = bucket.ordered()
             if start < len(order):
-                fresh.append((order[start].key, seq, bucket, order, start))
+                fresh.append((order[start].key, seq, (bucket, order), start))
         if len(fresh) == 1:  # one bucket: nothing to merge
-            _key, _seq, bucket, order, pos = fresh[0]
+            _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
             return
-        # Buckets in order of their next job: taken in the order of their first, and
-        # one that stops before its last job (another bucket's next job comes first)
-        # waits in a heap. Most settle at their first job and never enter it.
-        fresh.sort()
-        heap: list[tuple[SortKey, int, Bucket, list[PendingJob], int]] = []
+        queue = InKeyOrder(fresh)
         evaluator = self.evaluator  # (a native object: its methods are called directly)
         limits = self.state.config.limits
-        at, count = 0, len(fresh)
-        while at < count or heap:
-            if heap and (at == count or heap[0][0] < fresh[at][0]):
-                _key, seq, bucket, order, pos = heappop(heap)
-            else:
-                _key, seq, bucket, order, pos = fresh[at]
-                at += 1
+        while queue.left():
+            _key, seq, (bucket, order), pos = queue.pop()
             cands = None
             if not limits:
                 # The common case inline: the bucket fails at its next job (the first
@@ -341,12 +332,9 @@ class RealPass:
                     self._settle(bucket, order, pos, found)
                     continue
                 cands = found
-            until = fresh[at][0] if at < count else None  # the next job of another bucket
-            if heap and (until is None or heap[0][0] < until):
-                until = heap[0][0]
-            pos = self._run(bucket, order, pos, until, cands)
+            pos = self._run(bucket, order, pos, queue.next_key(), cands)
             if pos < len(order):
-                heappush(heap, (order[pos].key, seq, bucket, order, pos))
+                queue.push(order[pos].key, seq, (bucket, order), pos)
 
     def _run(
         self,
