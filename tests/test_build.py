@@ -11,7 +11,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "src"
 COMPILED = [
     "xce.sched.realpass", "xce.sched.catalog", "xce.sched.state", "xce.sched.session",
     "xce.policy.decide", "xce.sim.driver", "xce.sim.loop", "xce.sim.metrics",
-    "xce.sim.workload",
+    "xce.sim.providers", "xce.sim.workload",
 ]
 
 

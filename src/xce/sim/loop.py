@@ -121,8 +121,3 @@ class EventLoop:
         self.now = time
         action()
         return True
-
-    def __len__(self) -> int:
-        return sum(
-            len(actions) for slots in self._slots.values() for actions in slots if actions
-        ) + len(self._times) - self._next
