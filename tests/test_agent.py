@@ -348,9 +348,9 @@ async def with_controller(test: Callable[[FakeController, str], Awaitable[None]]
 class RunningAgent:
     """An agent serving in the background until `stop()`."""
 
-    def __init__(self, url: str, state: Path) -> None:
+    def __init__(self, url: str, state: Path, retry: tuple[float, float] = (0.05, 0.1)) -> None:
         host = RegisterRequest(slots=4, resources={"mem": 8000.0})
-        settings = AgentSettings(url, "h1", TOKEN, host, retry_min=0.05, retry_max=0.1)
+        settings = AgentSettings(url, "h1", TOKEN, host, retry_min=retry[0], retry_max=retry[1])
         self.store = JobStore(state, kill_grace=2)
         self.stopping = asyncio.Event()
         self.task = asyncio.create_task(Agent(settings, self.store).run(self.stopping))
@@ -410,6 +410,22 @@ def test_agent_reattaches_and_outlasts_the_controller(tmp_path: Path) -> None:
         report = await until(lambda: controller.finished(5))
         assert (report.exit_code, report.signal) == (0, None)
         await second.stop()
+
+    asyncio.run(with_controller(scenario))
+
+
+def test_a_registered_agent_retries_at_its_heartbeat_pace(tmp_path: Path) -> None:
+    """The backoff (here 1 s doubling to 30 s) never waits longer than the heartbeat
+    interval once the agent has registered: a controller back from a restart hears
+    from it before its unreach grace is over."""
+    async def scenario(controller: FakeController, url: str) -> None:
+        agent = RunningAgent(url, tmp_path / "state", retry=(1.0, 30.0))
+        await until(lambda: controller.beats)
+        controller.refuse = 8  # 8 failed heartbeats at 0.05 s: 0.4 s at most
+        beats = len(controller.beats)
+        await until(lambda: len(controller.beats) > beats, timeout=2.0)
+        assert controller.refuse == 0
+        await agent.stop()
 
     asyncio.run(with_controller(scenario))
 

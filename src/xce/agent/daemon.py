@@ -149,6 +149,7 @@ class Agent:
     async def _serve(self, controller: Controller) -> None:
         backoff = Backoff(self.settings.retry_min, self.settings.retry_max)
         registered = False
+        interval = self.settings.retry_max  # the heartbeat interval, once registered
         while True:
             try:
                 if registered:
@@ -157,12 +158,15 @@ class Agent:
                     wait = await self._register(controller)
                     registered = True
                 backoff.reset()
+                interval = wait
             except ControllerError as err:
                 if registered and err.status in REREGISTER:
                     log.warning("%s: registering again", err)
                     registered, wait = False, 0.0
                 else:
-                    wait = backoff.delay()
+                    # Never slower than the heartbeats: a controller back from a restart
+                    # hears from every agent within its grace period.
+                    wait = min(backoff.delay(), interval)
                     log.warning("%s; retrying in %.1f s", err, wait)
             await asyncio.sleep(wait)
 

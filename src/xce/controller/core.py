@@ -167,6 +167,8 @@ class Controller:
         for host in self.view.hosts.values():  # a fresh grace period for every agent
             if host.state in ("ok", "closed"):
                 host.last_heartbeat = now
+            elif host.state == "unreach":  # the time the controller was down not counted
+                host.unreach_since = now
         # Dispatches in the log are durable: each agent is told again until it reports
         # the job (it starts a job at most once, and reports any it lost).
         self.launchable = {j.spec.id for j in self.view.jobs.values() if j.state == RUN}
