@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
 
 from xce.config import load_config_text
 from xce.model.cluster import Catalog, HostTemplate
@@ -30,6 +32,7 @@ from xce.policy import (
     ProvisionedHost,
     decide,
 )
+from xce.policy.decide import seconds
 from xce.sim.driver import Simulator
 from xce.sim.workload import load_workload
 
@@ -385,3 +388,10 @@ def test_backoff_moves_demand_to_the_next_template_by_rank(tmp_path: Path):
     assert sim.metrics.hosts_joined == {"second": 2}
     assert sim.metrics.started == {1: 100.0, 2: 100.0}, "the second template's hosts join at 100"
     assert summary["finished"] == 2
+
+
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                 st.integers(-2_000_000, 2_000_000).map(float),
+                 st.integers(0, 10**9).map(lambda n: n / 1000)))
+def test_seconds_in_reasons_read_as_format_g(value: float) -> None:
+    assert seconds(value) == f"{value:g}"
