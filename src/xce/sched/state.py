@@ -388,7 +388,9 @@ class SchedulerState:
         costs its whole table on every walk (a session walks it), so after many
         removals it is rebuilt, compact, in place (views share it)."""
         open_free = self.open_free
-        open_free.discard(index)
+        if index not in open_free:
+            return
+        open_free.remove(index)
         self._free_drops += 1
         if self._free_drops > 32 + 4 * len(open_free):
             self._free_drops = 0
@@ -677,7 +679,7 @@ class SchedulerState:
                         self._went_idle(host)
             if free > 0 and host.state == OPEN_STATE:
                 open_free.add(index)
-            elif index in open_free:
+            else:
                 self._drop_free(index)
         self.busy_slots += sign * slots_total
         for res, pool in run.pools.items():
