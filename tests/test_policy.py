@@ -27,6 +27,7 @@ from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, HostDemand, Idle, IdleHost, IdleResource, ResourceDemand
 from xce.policy import (
     Action,
+    DrainHost,
     PolicyInput,
     PolicyMemory,
     ProvisionedHost,
@@ -395,3 +396,33 @@ def test_backoff_moves_demand_to_the_next_template_by_rank(tmp_path: Path):
                  st.integers(0, 10**9).map(lambda n: n / 1000)))
 def test_seconds_in_reasons_read_as_format_g(value: float) -> None:
     assert seconds(value) == f"{value:g}"
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 30), st.sampled_from([0.0, 100.0, 200.0]),
+                  st.sampled_from(["ok", "closed"]), st.integers(0, 2), st.booleans()),
+        max_size=12, unique_by=lambda h: h[0],
+    ),
+    st.randoms(use_true_random=False),
+    st.integers(0, 3),
+)
+def test_reclaim_takes_hosts_in_join_order_whatever_order_they_come_in(
+    specs: list[tuple[int, float, str, int, bool]], rng: Any, keep: int
+) -> None:
+    """Hosts are drained and decommissioned in order of (join time, name) however the
+    driver lists them (a driver may give them in that order; decide sorts them only
+    when they are not): shuffled input gives the very same actions, reasons included."""
+    hosts = [host(f"c-{n}", joined=joined, state=state, running=running)
+             for n, joined, state, running, _idle in specs]
+    idle = Idle(hosts=[IdleHost(f"c-{n}", C5, 700) for n, _j, state, running, is_idle in specs
+                       if is_idle and state == "ok" and running == 0])
+    config = PolicyConfig(min_hosts={C5: keep}, max_lifetime=1000)
+    by_join = sorted(hosts, key=lambda h: (h.joined, h.name))
+    shuffled = list(hosts)
+    rng.shuffle(shuffled)
+    expected, _ = decide(inp(1050, idle=idle, hosts=by_join), PolicyMemory(), config, CATALOG)
+    got, _ = decide(inp(1050, idle=idle, hosts=shuffled), PolicyMemory(), config, CATALOG)
+    assert got == expected
+    drained = [a.host for a in expected if isinstance(a, DrainHost)]
+    assert drained == [h.name for h in by_join if h.name in drained], "in join order"

@@ -86,21 +86,20 @@ def decide(
     # Back-off: after a failure, no requests for a while, doubling per failure; the
     # template's allowance is set to 0 so the scheduler moves its demand to the next
     # template by rank.
-    for template in sorted(set(inp.failures)):
+    for template in sorted(set(inp.failures)) if inp.failures else ():
         delay = backoff_delay.get(template, 0.0)
         delay = config.backoff_initial if delay == 0 else min(config.backoff_max, 2 * delay)
         backoff_delay[template] = delay
         backoff_until[template] = now + delay
         reason = f"provider failure: back-off {delay:g} s until {now + delay:g}"
         actions.append(SetAllowance(template, 0, reason))
-    for template in sorted(set(inp.joined)):
+    for template in inp.joined:
         backoff_delay.pop(template, None)  # a success resets the doubling
-    for template, until in sorted(backoff_until.items()):
+    for template, until in sorted(backoff_until.items()) if backoff_until else ():
         if until <= now:
             del backoff_until[template]
             actions.append(SetAllowance(template, None, "back-off over"))
 
-    templates = {t.name: t for t in catalog.templates}
     alive = dict(inp.alive)
     demand_since: dict[str, float] = {}
 
@@ -112,7 +111,7 @@ def decide(
         demand_since[name] = since
         if now - since < config.persistence:
             continue
-        room = _room(name, templates[name].max, config, alive, inp.in_flight)
+        room = _room(name, _template_max(catalog, name), config, alive, inp.in_flight)
         count = min(entry.count, config.max_requests_per_round, room)
         if count > 0:
             actions.append(
@@ -153,6 +152,13 @@ def decide(
     return actions, PolicyMemory(demand_since, backoff_until, backoff_delay)
 
 
+def _template_max(catalog: Catalog, name: str) -> int:
+    for template in catalog.templates:
+        if template.name == name:
+            return template.max
+    raise KeyError(name)
+
+
 def _room(
     name: str,
     template_max: int,
@@ -178,7 +184,7 @@ def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> l
             open_count[host.template] = open_count.get(host.template, 0) - 1
     idle = {h.host: h.idle_for for h in inp.idle.hosts}
     # In join order (names are unique: no two entries tie)
-    for _joined, _name, host in sorted([(h.joined, h.name, h) for h in inp.hosts]):
+    for host in _in_join_order(inp.hosts):
         state, template = host.state, host.template
         if state == "closed" and host.running == 0:
             actions.append(DecommissionHost(host.name, "drained and empty"))
@@ -193,3 +199,14 @@ def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> l
             actions.append(DrainHost(host.name, reason))
             open_count[template] -= 1
     return actions
+
+
+def _in_join_order(hosts: list[ProvisionedHost]) -> list[ProvisionedHost]:
+    """`hosts` by (joined, name): as given when they are (a driver may give them so)."""
+    for k in range(1, len(hosts)):
+        before, after = hosts[k - 1], hosts[k]
+        if after.joined < before.joined or (
+            after.joined == before.joined and after.name < before.name
+        ):
+            return [h for _joined, _name, h in sorted([(h.joined, h.name, h) for h in hosts])]
+    return hosts

@@ -20,6 +20,7 @@ class Capacity:
 
     __slots__ = (
         "_owned",
+        "_owned_free",
         "free_res",
         "free_slots",
         "hosts",
@@ -34,11 +35,12 @@ class Capacity:
 
     def __init__(self, state: SchedulerState) -> None:
         # The state's host list and set of open hosts with a free slot are shared until
-        # a reservation or a virtual host changes them (they are read only through this
+        # a virtual host or a reservation changes them (they are read only through this
         # object, never kept: see _own).
         self.hosts: list[HostRecord | None] = state.hosts
         self.open_free = state.open_free
-        self._owned = False
+        self._owned = False  # hosts copied
+        self._owned_free = False  # open_free copied
         self.names = state.names  # names of real hosts by index (not of virtual hosts)
         self.name_order = state.name_order  # real hosts by name
         self.free_slots = list(state.free_slots)
@@ -71,10 +73,12 @@ class Capacity:
         """Reserve a placement for the rest of the session (and `opened` more slots
         on hosts opened already reserved: see add_hosts)."""
         self.version += 1
-        if not self._owned:
-            self._own()
+        if not self._owned_free:
+            self._own_free()
         free_slots, free_res, open_free = self.free_slots, self.free_res, self.open_free
+        slots_total = opened
         for index, slots in placement.items():
+            slots_total += slots
             left = free_slots[index] - slots
             free_slots[index] = left
             for res, amount in per_slot:
@@ -83,7 +87,6 @@ class Capacity:
                 open_free.discard(index)
         for pool, amount in pools.items():
             self.pool_free[pool] -= amount
-        slots_total = sum(placement.values()) + opened
         for ref in limit_refs:
             delta = self.limit_delta.get(ref)
             if delta is None:
@@ -92,10 +95,16 @@ class Capacity:
             delta[1] += 1
 
     def _own(self) -> None:
-        """Copy what is still shared with the state before the first change."""
+        """Copy what is still shared with the state before adding virtual hosts."""
         self.hosts = list(self.hosts)
-        self.open_free = set(self.open_free)
         self._owned = True
+        if not self._owned_free:
+            self._own_free()
+
+    def _own_free(self) -> None:
+        """Copy the open hosts with a free slot before the first reservation."""
+        self.open_free = set(self.open_free)
+        self._owned_free = True
 
     def limit_counts(self, ref: LimitRef) -> tuple[int, int]:
         """(slots, jobs) counted against a limit counter, reservations included."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from xce.model.cluster import Queue
 from xce.resreq import Select
-from xce.sched.hosts import HostRecord, queue_allows
+from xce.sched.hosts import HostRecord, pattern_matches
 from xce.sched.pools import PoolRecord
 from xce.sched.state import HostIndex, SchedulerState
 
@@ -14,10 +14,13 @@ class Eligible(HostIndex):
     """Hosts of a queue that satisfy a select: all of them, and the open ones. Kept up
     to date as hosts join, change state and leave."""
 
-    __slots__ = ("cands", "class_cache", "matching", "open", "others", "queue", "select")
+    __slots__ = (
+        "cands", "class_cache", "matching", "open", "others", "patterns", "queue", "select"
+    )
 
     def __init__(self, queue: Queue, select: Select | None) -> None:
         self.queue = queue
+        self.patterns = queue.hosts  # the queue's host list (read once: a model field)
         self.select = select
         self.class_cache: dict[object, bool] = {}
         self.matching: set[int] = set()  # whatever their state
@@ -30,7 +33,7 @@ class Eligible(HostIndex):
 
     def host_changed(self, host: HostRecord, present: bool) -> None:
         index = host.index
-        if not present or not queue_allows(self.queue, host) or (
+        if not present or not pattern_matches(self.patterns, host) or (
             self.select is not None and not _selects(self.select, host, self.class_cache)
         ):
             self.matching.discard(index)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 from typing import Final
 
-from xce.model.cluster import Queue, ResourceValue
+from xce.model.cluster import ResourceValue
 
 OPEN_STATE: Final = "ok"
 
@@ -53,14 +53,15 @@ class HostRecord:
         self.idle_since = joined
         self.running: dict[int, int] = {}  # job id -> slots on this host
         self.attrs: dict[str, str | float | bool] = {
-            "type": type_,
-            "model": model,
-            "hname": name,
-            "slots": float(slots),
-            **{k: (v if isinstance(v, bool) else float(v)) for k, v in resources.items()},
+            "type": type_, "model": model, "hname": name, "slots": float(slots)
         }
+        if resources:  # (no sort nor merge for a host without any: most hosts)
+            for key, value in resources.items():
+                self.attrs[key] = value if isinstance(value, bool) else float(value)
         # Hosts with the same class key answer every hname-free select the same way.
-        self.class_key = (type_, model, slots, tuple(sorted(resources.items())))
+        self.class_key = (
+            type_, model, slots, tuple(sorted(resources.items())) if resources else ()
+        )
 
     @property
     def is_open(self) -> bool:
@@ -87,7 +88,3 @@ def template_allowed(patterns: tuple[str, ...] | None, template: str) -> bool:
     if patterns is None:
         return True
     return any(p.startswith("template:") and fnmatchcase(template, p[9:]) for p in patterns)
-
-
-def queue_allows(queue: Queue, host: HostRecord) -> bool:
-    return pattern_matches(queue.hosts, host)

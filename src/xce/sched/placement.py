@@ -152,8 +152,9 @@ def _getter(cap: Capacity, key: OrderKey) -> Callable[[int], float]:
     if key.name in cap.free_res:
         column = cap.free_res[key.name]
         return lambda i: sign * column[i]
-    hosts, name = cap.hosts, key.name
-    return lambda i: sign * _static(hosts[i], name)
+    name = key.name
+    # (the capacity's host list as it is when called: virtual hosts may be added later)
+    return lambda i: sign * _static(cap.hosts[i], name)
 
 
 def _static(host: object, name: str) -> float:

@@ -456,8 +456,9 @@ class RealPass:
         if len(hosts) == 1:
             ((index, slots),) = hosts.items()
             on = {names[index]: slots}
-        else:
-            on = dict(sorted([(names[i], slots) for i, slots in hosts.items()]))
+        else:  # by name (names are unique: sorting them is enough)
+            by_name = {names[i]: slots for i, slots in hosts.items()}
+            on = {name: by_name[name] for name in sorted(by_name)}
         self.dispatch.append(
             Dispatch(job=job.id, hosts=on, pools={p.resource: p.name for p in pools})
         )

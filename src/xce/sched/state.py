@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -633,8 +633,10 @@ class SchedulerState:
             )
         self._dequeue(job_id)
         run = RunningJob(job.spec, job.key, placed, chosen, time)
-        run.usage = dict(bucket.per_slot)
-        run.shared = dict(bucket.shared)
+        if bucket.per_slot:  # (else the empty ones it was made with)
+            run.usage = dict(bucket.per_slot)
+        if bucket.shared:
+            run.shared = dict(bucket.shared)
         run.limit_refs = job.limit_refs
         self.running[job_id] = run
         self._hold_capacity(run, +1, time)
@@ -649,7 +651,10 @@ class SchedulerState:
 
     def _hold_capacity(self, run: RunningJob, sign: int, time: float) -> None:
         hosts, free_slots, open_free = self.hosts, self.free_slots, self.open_free
-        idle, job_id, usage = self.idle_provisioned, run.spec.id, run.usage
+        idle, usage = self.idle_provisioned, run.usage
+        # The job id as the object the spec holds: compiled, an int key is made anew
+        # for every dictionary operation (hosts x 2 per job), an Any one is not.
+        job_id: Any = run.spec.id
         placed = run.hosts
         slots_total = 0
         if usage:

@@ -110,7 +110,7 @@ class Simulator:
         reasons: bool = True,
     ) -> None:
         self.config = config
-        self.policy = policy or config.policy
+        self.policy = policy or config.policy  # (a property: see its setter)
         self.workload = workload
         self.seed = config.simulation.seed if seed is None else seed
         self.rng = random.Random(self.seed)
@@ -209,20 +209,52 @@ class Simulator:
     def now(self) -> float:
         return self.loop.now
 
+    # The policy and its memory, with the fields read on every session kept beside them
+    # (compiled, reading a field of a model struct is a slow generic call).
+    @property
+    def policy(self) -> PolicyConfig:
+        return self._policy
+
+    @policy.setter
+    def policy(self, policy: PolicyConfig) -> None:
+        self._policy = policy
+        self._max_lifetime: float = policy.max_lifetime
+        self._persistence: float = policy.persistence
+
+    @property
+    def memory(self) -> PolicyMemory:
+        return self._memory
+
+    @memory.setter
+    def memory(self, memory: PolicyMemory) -> None:
+        self._memory = memory
+        self._demand_since: dict[str, float] = memory.demand_since
+        self._backoff_until: dict[str, float] = memory.backoff_until
+
+    def _oldest_joined(self) -> float:
+        """When the provisioned host that joined first joined (inf: none is up)."""
+        for _template, joined in self.provisioned.values():
+            return joined
+        return math.inf
+
     def _apply(self, event: Event) -> None:
         if self.recorder is not None:
             self.recorder.event(self.now, event)
         self.state.apply(event)
 
     def _dirty(self) -> None:
-        """An input changed: run a session at the next session tick."""
+        """An input changed: run a session at the next session tick.
+
+        A session already due is at that tick: it was the next tick after the last
+        session when it was set, and time has not passed it (nor has a session run)."""
+        if self._session_at is not None:
+            return
         interval = self._interval
         tick = math.ceil(self.now / interval) * interval
         if tick <= self._last_session:
             tick = self._last_session + interval
-        if self._session_at is None or tick < self._session_at:
-            self._session_at = tick
-            self.loop.at(tick, partial(self._session, tick), SESSION)
+        self._session_at = tick
+        self.loop.at(tick, partial(self._session, tick), SESSION)
 
     # ------------------------------------------------------------------ jobs
     def _arrive(self, index: int) -> None:
@@ -261,8 +293,7 @@ class Simulator:
 
     # ------------------------------------------------------------------ sessions
     def _session(self, tick: float) -> None:
-        if self._session_at != tick:
-            return  # superseded by an earlier tick
+        assert self._session_at == tick  # (one session is due at a time: see _dirty)
         self._session_at = None
         self._last_session = tick
         result = run_session(self.state, tick, self.timer, self.reasons)
@@ -343,36 +374,44 @@ class Simulator:
             for host in self.state.idle_provisioned.values():
                 if host.name in closed:
                     return False  # drained and empty: it would be decommissioned
-        lifetime = self.policy.max_lifetime
+        lifetime = self._max_lifetime
+        if lifetime <= 0:
+            return True
         # The open host that joined first: past its lifetime, it would be drained.
-        return not (
-            lifetime > 0 and self._open_provisioned
-            and next(iter(self._open_provisioned.values())) + lifetime <= self.now
-        )
+        for joined in self._open_provisioned.values():
+            return joined + lifetime > self.now
+        return True
 
     def _reclaim_candidates(self, result: SessionResult) -> list[ProvisionedHost]:
         """The provisioned hosts a policy round may act on: closed, idle, or past their
         maximum lifetime (`provisioned` is in join order, so those are a prefix)."""
-        lifetime = self.policy.max_lifetime
+        lifetime = self._max_lifetime
         if not result.idle.hosts and not self.closed and (
-            lifetime <= 0 or not self.provisioned
-            or next(iter(self.provisioned.values()))[1] + lifetime > self.now
+            lifetime <= 0 or self._oldest_joined() + lifetime > self.now
         ):
             return []
-        by_name = self.state.host_by_name
-        names = {h.host for h in result.idle.hosts} | self.closed
-        if lifetime > 0:
-            for name, (_template, joined) in self.provisioned.items():
-                if joined + lifetime > self.now:
-                    break
-                names.add(name)
+        names = set(self.closed)
+        for idle in result.idle.hosts:
+            names.add(idle.host)
+        left = len(names)  # of them, not yet met
+        now, by_name = self.now, self.state.host_by_name
+        past = lifetime > 0  # while in the prefix of hosts past their lifetime
         hosts = []
-        for name in sorted(names):
+        # In join order, the order the policy takes them in (decide orders them by join
+        # time and name: mostly, they already are so)
+        for name, (_template, joined) in self.provisioned.items():
+            if past and joined + lifetime > now:
+                past = False
+            if name in names:
+                left -= 1
+            elif not past:
+                if not left:
+                    break
+                continue
             host = by_name.get(name)
             if host is not None and host.template is not None:
                 hosts.append(
-                    ProvisionedHost(name, host.template, host.state, self.provisioned[name][1],
-                                    len(host.running))
+                    ProvisionedHost(name, host.template, host.state, joined, len(host.running))
                 )
         return hosts
 
@@ -388,6 +427,8 @@ class Simulator:
             self._dirty()
         elif type(action) is DecommissionHost:
             self._release(action.host, lost=False)
+            if self.state.pending:  # (the session sets its timers once its round is over)
+                self._dirty()
         elif type(action) is RequestHosts:
             self._request_hosts(action.template, action.count)
         elif type(action) is RequestTokens:
@@ -410,8 +451,14 @@ class Simulator:
         provider = self.template_providers[name]
         metrics = self.metrics
         metrics.hosts_requested[name] = metrics.hosts_requested.get(name, 0) + count
+        # Hosts that join after the same lead time, one after the other, join in one
+        # action (the order actions of one time run in: the same as one each).
+        joining, joining_delay = 0, 0.0
         for _ in range(count):
             fate, delay = provider.answer(self.rng)
+            if joining and (fate != "join" or delay != joining_delay):
+                self.loop.at(self.now + joining_delay, partial(self._hosts_join, name, joining))
+                joining = 0
             if fate == "capacity":
                 metrics.hosts_failed[name] = metrics.hosts_failed.get(name, 0) + 1
                 self.failures.append(name)
@@ -419,34 +466,44 @@ class Simulator:
                 continue
             self.in_flight[name] += 1
             if fate == "join":
-                self.loop.at(self.now + delay, partial(self._host_joins, name))
+                joining += 1
+                joining_delay = delay
             else:
                 self.loop.at(self.now + delay, partial(self._host_fails, name))
+        if joining:
+            self.loop.at(self.now + joining_delay, partial(self._hosts_join, name, joining))
         self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
         self._dirty()
 
-    def _host_joins(self, name: str) -> None:
+    def _hosts_join(self, name: str, count: int) -> None:
+        """`count` hosts of a template join, one after the other."""
         template = self.templates[name]
-        self.in_flight[name] -= 1
-        self._host_seq += 1
-        host = f"{name}-{self._host_seq}"
-        self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
-        self._apply(
-            HostAdded(
-                name=host, slots=template.slots, type=template.type, model=template.model,
-                resources=dict(template.resources), template=name, time=self.now,
+        now = self.now
+        self.in_flight[name] -= count
+        self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=now))
+        slots, type_, model = template.slots, template.type, template.model
+        resources = template.resources  # (the scheduler copies what it keeps)
+        provider = self.template_providers[name]
+        provisioned, open_provisioned = self.provisioned, self._open_provisioned
+        for _ in range(count):
+            self._host_seq += 1
+            host = f"{name}-{self._host_seq}"
+            self._apply(
+                HostAdded(
+                    name=host, slots=slots, type=type_, model=model, resources=resources,
+                    template=name, time=now,
+                )
             )
-        )
-        self.provisioned[host] = (name, self.now)
-        self._open_provisioned[host] = self.now
-        self._capacity_changes.append((self.now, float(template.slots)))
-        self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + 1
+            provisioned[host] = (name, now)
+            open_provisioned[host] = now
+            after = provider.reclaim_after(self.rng)
+            if after is not None:
+                # A timer, not work: a reclaim due after the host was given back must
+                # not keep the run going (nor stretch its sim_seconds).
+                self.loop.at(now + after, partial(self._reclaimed, host), TIMER)
+        self._capacity_changes.append((now, float(slots * count)))
+        self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + count
         self.joined.append(name)
-        after = self.template_providers[name].reclaim_after(self.rng)
-        if after is not None:
-            # A timer, not work: a reclaim due after the host was given back must not
-            # keep the run going (nor stretch its sim_seconds).
-            self.loop.at(self.now + after, partial(self._reclaimed, host), TIMER)
         self._dirty()
 
     def _host_fails(self, name: str) -> None:
@@ -468,8 +525,10 @@ class Simulator:
             self._apply(lost_job(self.state, self.state.running[job].spec, self.now,
                                  f"host {host} reclaimed"))
         self._release(host, lost=True)
+        self._freed()
 
     def _release(self, host: str, lost: bool) -> None:
+        """Give a provisioned host back (the caller sees to what its capacity freed)."""
         template, joined = self.provisioned[host]
         del self.provisioned[host]
         self.closed.discard(host)
@@ -485,7 +544,6 @@ class Simulator:
         if host not in self.used_hosts:
             self.metrics.hosts_never_used += 1
         self.template_providers[template].released()
-        self._freed()
 
     def _request_tokens(self, key: str, amount: float) -> None:
         pool = self.pools.get(key)
@@ -534,14 +592,18 @@ class Simulator:
             # Hosts are in order of idle time: per template, the first open one that is
             # not due yet is its soonest.
             left = len(idle_times)
-            seen: set[str] = set()
+            seen: set[str] | None = set() if left > 1 else None  # (one template: its first)
             for host in state.idle_provisioned.values():
                 template = host.template
-                if host.state == "ok" and template is not None and template not in seen:
+                if host.state == "ok" and template is not None and (
+                    seen is None or template not in seen
+                ):
                     at = host.idle_since + idle_times[template]
                     if at > now or host.idle_since == now:  # (an idle time of 0: due now)
                         if when is None or at < when:
                             when = at
+                        if seen is None:
+                            break
                         seen.add(template)
                         left -= 1
                         if not left:
@@ -552,19 +614,18 @@ class Simulator:
                     at = host.idle_since + idle_times[host.template]
                     if (at > now or host.idle_since == now) and (when is None or at < when):
                         when = at
-        policy, memory = self.policy, self.memory
-        if policy.max_lifetime > 0 and self.provisioned:
-            _template, oldest = next(iter(self.provisioned.values()))
-            at = oldest + policy.max_lifetime
-            if at > now and (when is None or at < when):
+        lifetime = self._max_lifetime
+        if lifetime > 0:
+            at = self._oldest_joined() + lifetime  # (inf when no host is up)
+            if at > now and at != math.inf and (when is None or at < when):
                 when = at
-        if memory.demand_since:
-            persistence = policy.persistence
-            for since in memory.demand_since.values():
+        if self._demand_since:
+            persistence = self._persistence
+            for since in self._demand_since.values():
                 at = since + persistence
                 if at > now and (when is None or at < when):
                     when = at
-        for at in memory.backoff_until.values():
+        for at in self._backoff_until.values():
             if at > now and (when is None or at < when):
                 when = at
         for key, amount in self.borrowed.items():
