@@ -201,6 +201,27 @@ def test_a_template_idle_time_of_zero_reclaims_at_once(tmp_path):
     ]
 
 
+def test_a_host_drained_while_busy_is_given_back_when_its_last_job_ends(tmp_path):
+    """Maximum lifetime 100 s: the cloud hosts joined at 140 are drained at 240 while
+    jobs 2 and 3 still run there. Those end at 340 with nothing waiting: the session
+    at that tick gives both hosts back, as the live provisioner would after the next
+    session (they do not linger until the next job arrives or, here, the run ends at
+    1000 when job 1 does)."""
+    jobs = workload(tmp_path, ELASTIC_JOBS)
+    config = ELASTIC.replace("policy: {persistence: 20}",
+                             "policy: {persistence: 20, max_lifetime: 100}")
+    sim, summary = simulate(cluster(config), jobs)
+    assert log_of(sim) == [
+        (20, "RequestHosts", "cloud", 2),
+        (240, "DrainHost", "cloud-1", None),
+        (240, "DrainHost", "cloud-2", None),
+        (340, "DecommissionHost", "cloud-1", None),
+        (340, "DecommissionHost", "cloud-2", None),
+    ]
+    assert summary["host_hours"] == {"cloud": round(2 * 200 / 3600, 3)}
+    assert summary["sim_seconds"] == 1000
+
+
 def test_elastic_run_requests_joins_runs_and_reclaims(tmp_path):
     """n01 (4 slots) takes job 1 (1000 s); jobs 2 and 3 (4 slots, 200 s) each need a
     new 4-slot cloud host.

@@ -31,7 +31,8 @@ class InKeyOrder(Generic[T]):
     __slots__ = ("_at", "_fresh", "_heap")
 
     def __init__(self, entries: list[tuple[SortKey, int, T, int]]) -> None:
-        entries.sort()  # (usually in order already: linear then)
+        if len(entries) > 1:
+            entries.sort()  # (usually in order already: linear then)
         self._fresh = entries
         self._at = 0
         self._heap: list[tuple[SortKey, int, T, int]] = []

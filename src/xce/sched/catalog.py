@@ -562,7 +562,8 @@ class CatalogPass:
             else:
                 per_host = self._fits(bucket).rooms[supply.index]
                 count = -(-left // per_host)
-                sizes = [per_host] * (count - 1) + [left - per_host * (count - 1)]
+                sizes = [per_host] * count
+                sizes[-1] = left - per_host * (count - 1)
             count = len(sizes)
             expected = min(count, supply.in_flight)
             if count - expected > supply.allowance:
@@ -582,10 +583,12 @@ class CatalogPass:
             # New hosts are opened with their share of the job already on them.
             first = self.cap.add_hosts(supply.empty, supply.resources, sizes, bucket.per_slot)
             supply.free_total += count * supply.template.slots
-            fresh = range(first, first + count)
-            hosts_list.extend(fresh)
+            # (loops: compiled, extending by a range is a generic call)
+            for index in range(first, first + count):
+                hosts_list.append(index)
             if expected:
-                supply.expected.update(fresh[:expected])
+                for index in range(first, first + expected):
+                    supply.expected.add(index)
                 supply.in_flight -= expected
             supply.new += count - expected
             supply.allowance -= count - expected

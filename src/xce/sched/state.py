@@ -99,6 +99,7 @@ class SchedulerState:
         self.hosts: list[HostRecord | None] = []
         self.names: list[str] = []  # host names by index ("" where none)
         self.name_order: list[int] = []  # indices of the hosts present, by name
+        self._name_hint = 0  # where the last host went in or left name_order
         self.host_by_name: dict[str, HostRecord] = {}
         self.free_slots: list[int] = []
         self.free_res: dict[str, list[float]] = {}
@@ -354,7 +355,9 @@ class SchedulerState:
                 column.append(0.0)
         self.hosts[index] = host
         self.names[index] = name
-        self.name_order.insert(self._name_position(name), index)
+        at = self._name_position(name)
+        self.name_order.insert(at, index)
+        self._name_hint = at + 1  # (hosts that join one after the other sort so, mostly)
         self.free_slots[index] = slots
         for res, column in self.free_res.items():
             value = resources.get(res, 0)
@@ -369,10 +372,17 @@ class SchedulerState:
         return host
 
     def _name_position(self, name: str) -> int:
-        """Where `name` is or would go in name_order (bisection; written out, as
-        compiled code calls bisect's functions with a key by a slow generic call)."""
+        """Where `name` is or would go in name_order: where the last host went in or
+        left, if it is there (provisioned hosts join and leave in order of their
+        names, mostly), else by bisection (written out, as compiled code calls bisect's
+        functions with a key by a slow generic call)."""
         order, names = self.name_order, self.names
         low, high = 0, len(order)
+        hint = self._name_hint
+        if hint <= high and (hint == 0 or names[order[hint - 1]] < name) and (
+            hint == high or not names[order[hint]] < name
+        ):
+            return hint
         while low < high:
             middle = (low + high) // 2
             if names[order[middle]] < name:
@@ -432,6 +442,7 @@ class SchedulerState:
         at = self._name_position(host.name)
         assert self.name_order[at] == index
         del self.name_order[at]
+        self._name_hint = at
         self.names[index] = ""
         del self.host_by_name[host.name]
         if index in self.provisioned:

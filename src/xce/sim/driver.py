@@ -283,10 +283,12 @@ class Simulator:
         self._freed()
 
     def _freed(self) -> None:
-        """Capacity was freed: it matters only to jobs waiting for it. With none
-        waiting, a session could decide nothing (no dispatch, no demand; idle supply
-        falls due on its own timer), so none is run; the timer covers the idle host."""
-        if self.state.pending:
+        """Capacity was freed: it matters to jobs waiting for it, and to a drained host
+        its last job left (the next policy round gives it back, as the live
+        provisioner does after the next session). Else a session could decide nothing
+        (no dispatch, no demand; idle supply falls due on its own timer), so none is
+        run; the timer covers the idle host."""
+        if self.state.pending or self._drained_empty():
             self._dirty()
         else:
             self._schedule_timer()
@@ -367,13 +369,9 @@ class Simulator:
         host, a round then drains and decommissions nothing).
 
         Provisioned hosts change state only here (drained: closed), so a host not in
-        `closed` is open; a closed host that runs nothing is an idle provisioned host
-        of the scheduler state."""
-        closed = self.closed
-        if closed:
-            for host in self.state.idle_provisioned.values():
-                if host.name in closed:
-                    return False  # drained and empty: it would be decommissioned
+        `closed` is open."""
+        if self._drained_empty():
+            return False
         lifetime = self._max_lifetime
         if lifetime <= 0:
             return True
@@ -381,6 +379,15 @@ class Simulator:
         for joined in self._open_provisioned.values():
             return joined + lifetime > self.now
         return True
+
+    def _drained_empty(self) -> bool:
+        """Whether a drained host runs nothing: a policy round would give it back."""
+        if self.closed:
+            by_name = self.state.host_by_name
+            for name in self.closed:
+                if not by_name[name].running:
+                    return True
+        return False
 
     def _reclaim_candidates(self, result: SessionResult) -> list[ProvisionedHost]:
         """The provisioned hosts a policy round may act on: closed, idle, or past their

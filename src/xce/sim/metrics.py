@@ -10,6 +10,7 @@ from array import array
 from typing import Any, Final
 
 BSLD_TAU: Final = 10.0  # s: bounded slowdown threshold
+SAMPLE_BATCH: Final = 11 * 4096  # time-series values gathered before they are packed
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -28,7 +29,6 @@ class TimeSeries:
         "time", "pending", "running", "busy_slots", "static_hosts", "provisioned_hosts",
         "closed_hosts", "in_flight_hosts", "demand_hosts", "tokens_borrowed", "tokens_used",
     )
-    _BATCH = 11 * 4096  # values gathered before they are packed
 
     def __init__(self) -> None:
         self._rows: array[float] = array("d")
@@ -53,7 +53,7 @@ class TimeSeries:
             time, pending, running, busy_slots, static_hosts, provisioned_hosts,
             closed_hosts, in_flight_hosts, demand_hosts, tokens_borrowed, tokens_used,
         ))
-        if len(batch) >= self._BATCH:
+        if len(batch) >= SAMPLE_BATCH:
             self._pack()
 
     def _pack(self) -> None:
