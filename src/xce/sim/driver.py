@@ -15,6 +15,7 @@ import random
 import time as wallclock
 from collections.abc import Callable, Mapping
 from functools import partial
+from itertools import groupby
 from typing import Any
 
 from xce.model.cluster import Catalog, ClusterConfig, HostTemplate
@@ -458,27 +459,23 @@ class Simulator:
         provider = self.template_providers[name]
         metrics = self.metrics
         metrics.hosts_requested[name] = metrics.hosts_requested.get(name, 0) + count
-        # Hosts that join after the same lead time, one after the other, join in one
-        # action (the order actions of one time run in: the same as one each).
-        joining, joining_delay = 0, 0.0
-        for _ in range(count):
-            fate, delay = provider.answer(self.rng)
-            if joining and (fate != "join" or delay != joining_delay):
-                self.loop.at(self.now + joining_delay, partial(self._hosts_join, name, joining))
-                joining = 0
+        fates = [provider.answer(self.rng) for _ in range(count)]
+        # Hosts drawn one after the other with the same fate and lead time are one run:
+        # those that join, join in one action (actions of one time run in the order
+        # scheduled, so this is the order of one action each).
+        for (fate, delay), run in groupby(fates):
+            hosts = len(list(run))
             if fate == "capacity":
-                metrics.hosts_failed[name] = metrics.hosts_failed.get(name, 0) + 1
-                self.failures.append(name)
+                metrics.hosts_failed[name] = metrics.hosts_failed.get(name, 0) + hosts
+                self.failures.extend([name] * hosts)
                 self._dirty()
                 continue
-            self.in_flight[name] += 1
+            self.in_flight[name] += hosts
             if fate == "join":
-                joining += 1
-                joining_delay = delay
+                self.loop.at(self.now + delay, partial(self._hosts_join, name, hosts))
             else:
-                self.loop.at(self.now + delay, partial(self._host_fails, name))
-        if joining:
-            self.loop.at(self.now + joining_delay, partial(self._hosts_join, name, joining))
+                for _ in range(hosts):
+                    self.loop.at(self.now + delay, partial(self._host_fails, name))
         self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
         self._dirty()
 
@@ -622,9 +619,9 @@ class Simulator:
                     if (at > now or host.idle_since == now) and (when is None or at < when):
                         when = at
         lifetime = self._max_lifetime
-        if lifetime > 0:
-            at = self._oldest_joined() + lifetime  # (inf when no host is up)
-            if at > now and at != math.inf and (when is None or at < when):
+        if lifetime > 0 and self.provisioned:
+            at = self._oldest_joined() + lifetime
+            if at > now and (when is None or at < when):
                 when = at
         if self._demand_since:
             persistence = self._persistence
