@@ -51,6 +51,9 @@ class Queue(msgspec.Struct, frozen=True):
     priority: int = 0
     hosts: tuple[str, ...] | None = None
     requeue_on_host_loss: bool = True
+    backfill: bool = False  # its jobs may fill holes before reservations (their limit)
+    run_limit: float | None = None  # s, the default limit of its jobs (None: none)
+    max_run_limit: float | None = None  # s, the largest limit a job may ask for
 
 
 class Limit(msgspec.Struct, frozen=True):
@@ -111,6 +114,7 @@ class ClusterConfig(msgspec.Struct, frozen=True):
     shared: dict[str, tuple[SharedPool, ...]] = {}
     queues: tuple[Queue, ...] = (Queue(name="normal", priority=30),)
     limits: tuple[Limit, ...] = ()
+    reserve_depth: int = 0  # blocked jobs given a reservation per session (LSF: none)
     catalog: Catalog = Catalog()
     policy: PolicyConfig = PolicyConfig()
     simulation: SimulationConfig = SimulationConfig()

@@ -18,6 +18,9 @@ class JobSpec(msgspec.Struct, frozen=True):
     name: str = ""
     hold: bool = False
     run: float | None = None  # recorded run time, used by the simulator
+    # Run limit in seconds (`bsub -W`, scenario `run_limit`, SWF requested time);
+    # None: the queue's `run_limit`, else no limit (ARCHITECTURE.md section 2a).
+    run_limit: float | None = None
     # What the live controller runs (the scheduler ignores these):
     command: list[str] = []
     cwd: str = ""

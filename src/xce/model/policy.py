@@ -49,5 +49,8 @@ class TokenModel(msgspec.Struct, frozen=True):
 
 class SimulationConfig(msgspec.Struct, frozen=True):
     seed: int = 1
+    # End a job at its run limit (as the live controller does); False replays the
+    # recorded run times, a job past its limit planned to end one second from now.
+    enforce_run_limits: bool = True
     providers: dict[str, ProviderModel] = {}
     countables: dict[str, TokenModel] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any, Protocol
@@ -28,6 +29,18 @@ class Dispatch(msgspec.Struct, frozen=True):
     job: int
     hosts: dict[str, int]
     pools: dict[str, str] = {}
+
+
+class Reservation(msgspec.Struct, frozen=True):
+    """A blocked job's planned start: at `start` on `hosts` (host name -> slots),
+    until `end` (inf: the job has no run limit). `virtual`: held on supply being
+    obtained (not counted toward reserve_depth)."""
+
+    job: int
+    start: float
+    hosts: dict[str, int]
+    end: float = math.inf
+    virtual: bool = False
 
 
 class TraceEntry(msgspec.Struct, frozen=True):
@@ -128,6 +141,7 @@ class SessionStats(msgspec.Struct):
     real_pass_ms: float = 0.0
     catalog_pass_ms: float = 0.0
     end_ms: float = 0.0
+    session_ms: float = 0.0
     evaluations: int = 0
     dispatched: int = 0
 
@@ -144,8 +158,18 @@ class SessionResult:
         demand: Demand,
         idle: Idle,
         stats: SessionStats,
+        reservations: list[Reservation] | None = None,
+        next_due: float = math.inf,
+        backfilled: list[int] | None = None,
     ) -> None:
         self.now = now
+        # Blocked jobs' planned starts, in scheduling order (ARCHITECTURE.md 2a).
+        self.reservations: list[Reservation] = reservations or []
+        # The earliest time after `now` at which the decisions could change with no
+        # new event (inf: never): a planned end, a reservation start, an idle time.
+        self.next_due = next_due
+        # Jobs dispatched ahead of an earlier job's reservation, in dispatch order.
+        self.backfilled: list[int] = backfilled or []
         self.dispatch = dispatch
         self.pending = pending
         self.trace = trace
@@ -183,18 +207,39 @@ class SessionResult:
             "pending": [{"job": j, "reason": r} for j, r in self.pending_in_order()],
             "demand": demand_json(self.demand),
             "idle": idle_json(self.idle),
+            "reservations": [reservation_json(r) for r in self.reservations],
+            "next_due": None if math.isinf(self.next_due) else number(self.next_due),
             "stats": {
                 "pending": self.stats.pending,
                 "real_pass_ms": round(self.stats.real_pass_ms, 3),
                 "catalog_pass_ms": round(self.stats.catalog_pass_ms, 3),
                 "end_ms": round(self.stats.end_ms, 3),
+                "session_ms": round(self.stats.session_ms, 3),
             },
         }
+
+    def reservation_of(self, job: int) -> Reservation | None:
+        """`job`'s reservation in this session, if it has one."""
+        for found in self.reservations:
+            if found.job == job:
+                return found
+        return None
 
 
 def number(value: float) -> float | int:
     """Whole amounts print as integers, as in FORMATS.md."""
     return int(value) if float(value).is_integer() else value
+
+
+def reservation_json(found: Reservation) -> dict[str, Any]:
+    """A reservation as FORMATS.md shows it (`start` in seconds on the session's
+    clock; `end` only when the job has a run limit)."""
+    out: dict[str, Any] = {"job": found.job, "start": float(found.start), "hosts": found.hosts}
+    if not math.isinf(found.end):
+        out["end"] = float(found.end)
+    if found.virtual:
+        out["virtual"] = True
+    return out
 
 
 def idle_json(idle: Idle) -> dict[str, Any]:
