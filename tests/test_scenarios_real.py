@@ -698,16 +698,19 @@ JSON_EXPECTED = {
 
 def test_session_result_json_has_the_formats_md_shape(run):
     obj = run(JSON_SCENARIO)
-    assert list(obj) == ["now", "dispatch", "pending", "demand", "idle", "stats"], (
-        "the session result has exactly the top-level keys of FORMATS.md"
-    )
-    assert {k: v for k, v in obj.items() if k != "stats"} == JSON_EXPECTED, (
+    assert list(obj) == [
+        "now", "dispatch", "pending", "demand", "idle", "reservations", "next_due", "stats"
+    ], "the session result has exactly the top-level keys of FORMATS.md, then next_due"
+    assert obj["reservations"] == [], "no reservation without reserve_depth"
+    assert obj["next_due"] is None, "c1 is idle already and nothing else falls due"
+    shown = {k: v for k, v in obj.items() if k not in ("stats", "reservations", "next_due")}
+    assert shown == JSON_EXPECTED, (
         "job 1 takes h (8 free > 4 on c1); the 8-slot single-host jobs fit neither h (7 "
         "left) nor c1 nor template small, so they demand 2 hosts of big; c1 stays idle "
         "for 1000 - 100 = 900 s >= 600 s; no surplus key without surplus"
     )
     stats = obj["stats"]
-    assert set(stats) >= {"pending", "real_pass_ms", "catalog_pass_ms", "end_ms"}
+    assert set(stats) >= {"pending", "real_pass_ms", "catalog_pass_ms", "end_ms", "session_ms"}
     assert stats["pending"] == 2, "stats.pending counts the jobs still pending"
     assert all(isinstance(stats[k], int | float) and stats[k] >= 0
                for k in ("real_pass_ms", "catalog_pass_ms", "end_ms"))
@@ -740,9 +743,13 @@ def test_cli_session_json_prints_exactly_the_session_result(tmp_path, run):
     out = CliRunner().invoke(main, ["sched", "session", str(path), "--json"])
     assert out.exit_code == 0, out.output
     printed = json.loads(out.output)  # one JSON object and nothing else
-    assert {k: v for k, v in printed.items() if k != "stats"} == JSON_EXPECTED, (
+    shown = {
+        k: v for k, v in printed.items() if k not in ("stats", "reservations", "next_due")
+    }
+    assert shown == JSON_EXPECTED, (
         "`xce sched session FILE --json` prints the session result of FORMATS.md"
     )
+    assert printed["reservations"] == [] and printed["next_due"] is None
     assert set(printed["stats"]) >= {"pending", "real_pass_ms", "catalog_pass_ms", "end_ms"}
 
 

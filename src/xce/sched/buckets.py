@@ -7,6 +7,7 @@ so a session evaluates a bucket, not each of its jobs.
 
 from __future__ import annotations
 
+import math
 from heapq import heappop, heappush
 from typing import Generic, TypeVar
 
@@ -15,7 +16,7 @@ from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReq
 
-BucketKey = tuple[str, int, str]  # queue, slots, requirement string
+BucketKey = tuple[str, int, str, float]  # queue, slots, requirement string, run limit (inf: none)
 LimitRef = tuple[int, tuple[str, str]]  # limit index, counter key (user, queue)
 
 T = TypeVar("T")
@@ -81,7 +82,8 @@ class PendingJob:
 
 
 class Bucket:
-    """Pending jobs with identical requirements (queue, slots, requirement string).
+    """Pending jobs with identical requirements (queue, slots, requirement string, run
+    limit: a job's window in the plan depends on its limit).
 
     Limits are per job (they depend on the user), resources per bucket."""
 
@@ -94,6 +96,7 @@ class Bucket:
         "failure",
         "fits",
         "key",
+        "limit",
         "members",
         "n",
         "per_slot",
@@ -106,6 +109,7 @@ class Bucket:
         "single",
         "smallest",
         "unit",
+        "window",
     )
 
     def __init__(
@@ -120,6 +124,11 @@ class Bucket:
         self.queue = queue
         self.req = req
         self.n = key[1]
+        # Its jobs' run limit (inf: none), and how long a job of it must find capacity
+        # free to start now: its limit in a queue that backfills, forever otherwise
+        # (ARCHITECTURE.md section 2a).
+        self.limit = key[3]
+        self.window = key[3] if queue.backfill else math.inf
         self.per_slot = per_slot  # host consumables, per slot (amount > 0)
         self.shared = shared  # shared resources, once per job
         n, span_hosts, ptile = self.n, req.span_hosts, req.span_ptile

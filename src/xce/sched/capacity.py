@@ -94,6 +94,24 @@ class Capacity:
             delta[0] += slots_total
             delta[1] += 1
 
+    def hold_back(self, held: list[tuple[int, int, tuple[float, ...]]], sign: int) -> None:
+        """Lower (sign -1) or raise again (+1) free capacity by what the plan holds
+        back on reserved hosts (sched/plan.py `holdback`: never more than is free)."""
+        self.version += 1
+        if not self._owned_free:
+            self._own_free()
+        free_slots, open_free = self.free_slots, self.open_free
+        columns = list(self.free_res.values())
+        for index, slots, res in held:
+            free = free_slots[index] + sign * slots
+            free_slots[index] = free
+            for column, amount in zip(columns, res, strict=True):
+                column[index] += sign * amount
+            if free <= 0:
+                open_free.discard(index)
+            elif sign > 0 and slots > 0:
+                open_free.add(index)
+
     def _own(self) -> None:
         """Copy what is still shared with the state before adding virtual hosts."""
         self.hosts = list(self.hosts)

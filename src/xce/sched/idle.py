@@ -3,8 +3,11 @@ unused for at least their idle time."""
 
 from __future__ import annotations
 
+import math
+
 from xce.model.result import Dispatch, Idle, IdleHost, IdleResource
 from xce.sched.capacity import Capacity
+from xce.sched.hosts import OPEN_STATE
 from xce.sched.state import SchedulerState
 
 
@@ -49,3 +52,44 @@ def _idle_hosts(
             hosts.append(IdleHost(host.name, host.template, idle_for))
     if len(hosts) > 1:
         hosts.sort(key=lambda h: h.host)
+
+
+def idle_due(state: SchedulerState, now: float) -> float:
+    """When the next idle threshold falls due after `now` (inf: none): an open idle
+    provisioned host reaching its template's idle time (a host that went idle at
+    `now` with an idle time of 0 is due now), or, while tokens are borrowed, a
+    countable pool's idle time from now."""
+    due = math.inf
+    idle_times = state.idle_times
+    if state.idle_in_order:
+        # Hosts are in order of idle time: per template, the first open one that is
+        # not due yet is its soonest.
+        left = len(idle_times)
+        seen: set[str] | None = set() if left > 1 else None  # (one template: its first)
+        for host in state.idle_provisioned.values():
+            template = host.template
+            if host.state == OPEN_STATE and template is not None and (
+                seen is None or template not in seen
+            ):
+                at = host.idle_since + idle_times[template]
+                if at > now or host.idle_since == now:
+                    if at < due:
+                        due = at
+                    if seen is None:
+                        break
+                    seen.add(template)
+                    left -= 1
+                    if not left:
+                        break
+    else:
+        for host in state.idle_provisioned.values():
+            if host.state == OPEN_STATE and host.template is not None:
+                at = host.idle_since + idle_times[host.template]
+                if (at > now or host.idle_since == now) and at < due:
+                    due = at
+    for pool in state.countable_pools:
+        if pool.borrowed > 0 and pool.countable is not None:
+            at = now + pool.countable.idle_time
+            if now < at < due:
+                due = at
+    return due

@@ -7,10 +7,12 @@ jobs at once: capacity and limits only shrink within a session.
 
 from __future__ import annotations
 
+import math
 from heapq import heapify, heappop, heapreplace
 from itertools import product
+from typing import Final
 
-from xce.model.result import Dispatch, SortKey, TraceEntry
+from xce.model.result import Dispatch, Reservation, SortKey, TraceEntry
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible, eligible, reach
@@ -25,11 +27,26 @@ from xce.sched.placement import (
     spread,
     spread_everywhere,
 )
+from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
-from xce.sched.reasons import LIMIT, RESOURCE, no_host, none_open, short_shared
+from xce.sched.reasons import (
+    LIMIT,
+    RESOURCE,
+    clock,
+    no_host,
+    none_open,
+    on_hosts,
+    reserved,
+    short_shared,
+    span,
+    would_delay,
+)
 from xce.sched.state import SchedulerState
 
 Placement = tuple[dict[int, int], dict[PoolRecord, float]]
+
+# The checks whose failure a reservation can end: capacity that frees over time.
+RESERVABLE: Final = frozenset({"slots", "consumable", "span", "reservation"})
 
 
 class Failure:
@@ -291,21 +308,36 @@ class Evaluator:
 
 
 class RealPass:
-    """Runs the real pass; collects dispatches, settled buckets and the trace."""
+    """Runs the real pass; collects dispatches, settled buckets, reservations and the
+    trace."""
 
     def __init__(
-        self, state: SchedulerState, cap: Capacity, trace: list[TraceEntry] | None
+        self,
+        state: SchedulerState,
+        cap: Capacity,
+        trace: list[TraceEntry] | None,
+        now: float = 0.0,
     ) -> None:
         """`trace`: where to record why buckets settled; None records nothing (a
         session without pend reasons)."""
         self.state = state
         self.cap = cap
+        self.now = now
         self.evaluator = Evaluator(state, cap)
         self.trace = trace
         self.dispatch: list[Dispatch] = []
         self.settled: list[Settled] = []
         self._limited: dict[tuple[int, str], Settled] = {}
         self.evaluations = 0
+        # The plan (ARCHITECTURE.md 2a), made when the first blocked job may reserve.
+        self.depth = state.config.reserve_depth
+        self.plan: Plan | None = None
+        self.reservations: list[Reservation] = []
+        self.backfilled: list[int] = []  # dispatched while an earlier job holds a reservation
+        # Dispatches before the plan was made: (hosts, per-slot consumables, limit).
+        self._released: list[tuple[dict[int, int], tuple[tuple[str, float], ...], float]] = []
+        # Buckets whose next jobs fail now (a twin failed), by id: each may still reserve.
+        self._failing: dict[int, Failure] = {}
 
     def run(self) -> None:
         fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
@@ -313,7 +345,7 @@ class RealPass:
             order, start = bucket.ordered()
             if start < len(order):
                 fresh.append((order[start].key, seq, (bucket, order), start))
-        if len(fresh) == 1:  # one bucket: nothing to merge
+        if len(fresh) == 1 and not self.depth:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
             return
@@ -322,19 +354,127 @@ class RealPass:
         limits = self.state.config.limits
         while queue.left():
             _key, seq, (bucket, order), pos = queue.pop()
-            cands = None
-            if not limits:
-                # The common case inline: the bucket fails at its next job (the first
-                # step of _run and _run_single_hosts, without the calls).
-                found = evaluator.quick_failure(bucket)
-                if isinstance(found, Failure):
-                    self.evaluations += 1
-                    self._settle(bucket, order, pos, found)
-                    continue
-                cands = found
-            pos = self._run(bucket, order, pos, queue.next_key(), cands)
+            if self._failing and id(bucket) in self._failing:
+                pos = self._run_failing(bucket, order, pos, queue.next_key())
+            elif self.plan is not None and self.plan.bookings:
+                pos = self._run_planned(bucket, order, pos, queue.next_key())
+            else:
+                cands = None
+                if not limits:
+                    # The common case inline: the bucket fails at its next job (the
+                    # first step of _run and _run_single_hosts, without the calls).
+                    found = evaluator.quick_failure(bucket)
+                    if isinstance(found, Failure):
+                        self.evaluations += 1
+                        pos = self._settle(bucket, order, pos, found)
+                        if pos < len(order):
+                            queue.push(order[pos].key, seq, (bucket, order), pos)
+                        continue
+                    cands = found
+                pos = self._run(bucket, order, pos, queue.next_key(), cands)
             if pos < len(order):
                 queue.push(order[pos].key, seq, (bucket, order), pos)
+
+    # ------------------------------------------------------------------ the plan
+    def _run_planned(
+        self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
+    ) -> int:
+        """_run once a reservation is booked: each job starts now only on capacity
+        that stays free over its window (job by job: what a reservation holds back
+        depends on the window)."""
+        end = len(order)
+        while pos < end:
+            job = order[pos]
+            if until is not None and job.key > until:
+                break
+            if job.limit_refs and self._pends_at_limit(bucket, job):
+                pos += 1
+                continue
+            self.evaluations += 1
+            outcome = self._evaluate_planned(bucket)
+            if isinstance(outcome, Failure):
+                return self._settle(bucket, order, pos, outcome)
+            placed, pools = outcome
+            self._dispatch(bucket, job, placed, pools)
+            pos += 1
+        return pos
+
+    def _evaluate_planned(self, bucket: Bucket) -> Placement | Failure:
+        """Where the bucket's next job goes now without delaying a reservation: first
+        on the free capacity (a job that does not fit there fails as ever), then, if
+        reservations hold some of it within the job's window, without that."""
+        evaluator = self.evaluator
+        outcome = evaluator.evaluate(bucket)
+        plan = self.plan
+        if isinstance(outcome, Failure) or plan is None:
+            return outcome
+        held = plan.holdback(bucket)
+        if not held:
+            return outcome
+        self.cap.hold_back(held, -1)
+        lowered = evaluator.evaluate(bucket)
+        self.cap.hold_back(held, +1)
+        if isinstance(lowered, Failure):
+            booking = plan.delaying(held, bucket)
+            reason = would_delay(booking.job, booking.start, self.now)
+            detail = (
+                f"{reason}: it fits now, but not on what stays free until "
+                f"{self._window_end(bucket)} ({lowered.reason})"
+            )
+            return Failure(RESOURCE, "reservation", reason, detail)
+        return lowered
+
+    def _window_end(self, bucket: Bucket) -> str:
+        if bucket.window == math.inf:
+            return "forever (its queue does not backfill, or it has no run limit)"
+        return f"{clock(self.now + bucket.window)} (its run limit)"
+
+    def _run_failing(
+        self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
+    ) -> int:
+        """Twins of a job that failed now fail now too; each may still reserve."""
+        failure = self._failing[id(bucket)]
+        end = len(order)
+        while pos < end:
+            job = order[pos]
+            if until is not None and job.key > until:
+                break
+            if job.limit_refs and self._pends_at_limit(bucket, job):
+                pos += 1
+                continue
+            pos = self._settle(bucket, order, pos, failure)
+        return pos
+
+    def _reserve(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
+        """Give a job that failed on capacity its reservation: the earliest start at
+        which it fits over its window on the profile. False: it never fits."""
+        plan = self.plan
+        if plan is None:
+            plan = self.plan = Plan(self.state, self.cap, self.now)
+            for hosts, per_slot, limit in self._released:
+                plan.dispatched(hosts, per_slot, limit)
+            self._released = []
+        found = plan.find(bucket)
+        if found is None:
+            return False
+        start, hosts = found
+        booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
+        self.reservations.append(booked)
+        reason = reserved(start, self.now, booked.hosts)
+        detail = (
+            f"{failure.detail}. Reserved: the earliest time at which it fits on capacity "
+            f"that stays free for {self._window(bucket)} is {clock(start)} "
+            f"(in {span(start - self.now)}), on {on_hosts(booked.hosts)}"
+        )
+        held = Failure(RESOURCE, failure.check, reason, detail)
+        self.settled.append(Settled(bucket, [job], held, self._traced(job, held, "plan")))
+        return True
+
+    @staticmethod
+    def _window(bucket: Bucket) -> str:
+        if bucket.window == math.inf:
+            return "ever after (no run limit, or its queue does not backfill)"
+        return f"its run limit ({span(bucket.window)})"
 
     def _run(
         self,
@@ -356,8 +496,7 @@ class RealPass:
             found = evaluator.quick_failure(bucket)
             if isinstance(found, Failure):
                 self.evaluations += 1
-                self._settle(bucket, order, pos, found)
-                return end
+                return self._settle(bucket, order, pos, found)
             cands = found
         while pos < end:
             job = order[pos]
@@ -373,8 +512,7 @@ class RealPass:
             else:
                 outcome = evaluator.evaluate(bucket)
             if isinstance(outcome, Failure):
-                self._settle(bucket, order, pos, outcome)
-                return end
+                return self._settle(bucket, order, pos, outcome)
             placed, pools = outcome  # (not *outcome: compiled, that is a generic call)
             self._dispatch(bucket, job, placed, pools)
             pos += 1
@@ -405,13 +543,11 @@ class RealPass:
         self.evaluations += 1
         cands = known if known is not None else evaluator.quick_failure(bucket)
         if isinstance(cands, Failure):
-            self._settle(bucket, order, pos, cands)
-            return len(order)
+            return self._settle(bucket, order, pos, cands)
         room = evaluator.room(bucket, cands)
         if room.most < n:
             failure = evaluator.remember(bucket, evaluator.host_failure(bucket, room))
-            self._settle(bucket, order, pos, failure)
-            return len(order)
+            return self._settle(bucket, order, pos, failure)
         key = evaluator.key_for(bucket)
         fits = [i for i, u in zip(room.cands, room.usable, strict=True) if u >= n]
         # The first job goes on the most preferred host; a heap of preference is built
@@ -433,8 +569,7 @@ class RealPass:
                 heapify(heap)
             if not heap:
                 room = evaluator.room(bucket, cands)
-                self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
-                return end
+                return self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
             index = heap[0][1]
             self._dispatch(bucket, job, {index: n}, {})
             if cap.usable(index, per_slot) >= n:
@@ -452,6 +587,14 @@ class RealPass:
         pools: dict[PoolRecord, float],
     ) -> None:
         self.cap.take(hosts, bucket.per_slot, pools, job.limit_refs)
+        if self.depth:
+            plan = self.plan
+            if plan is None:
+                self._released.append((hosts, bucket.per_slot, bucket.limit))
+            else:
+                plan.dispatched(hosts, bucket.per_slot, bucket.limit)
+                if plan.bookings:
+                    self.backfilled.append(job.id)
         names = self.cap.names
         if len(hosts) == 1:
             ((index, slots),) = hosts.items()
@@ -482,9 +625,21 @@ class RealPass:
 
     def _settle(
         self, bucket: Bucket, order: list[PendingJob], pos: int, failure: Failure
-    ) -> None:
-        """The bucket's jobs from `pos` on pend: for a limit if theirs is reached (the
-        first check), else for `failure`."""
+    ) -> int:
+        """The job at `pos` failed on `failure`: while reservations are left to give
+        and it failed on capacity, it is given one and the bucket goes on after it
+        (its twins fail now too, see _run_failing); else the bucket's jobs from `pos`
+        on pend: for a limit if theirs is reached (the first check), else for
+        `failure`. Returns where the bucket goes on (len(order): settled)."""
+        if (
+            len(self.reservations) < self.depth
+            and failure.kind == RESOURCE
+            and failure.check in RESERVABLE
+            and self._reserve(bucket, order[pos], failure)
+        ):
+            self._failing[id(bucket)] = failure
+            return pos + 1
+        self._failing.pop(id(bucket), None)
         if self.state.config.limits:
             limited, rest = self.evaluator.split_limited(order[pos:], bucket.n)
             for job, limit in limited:
@@ -493,12 +648,13 @@ class RealPass:
             rest = order[pos:]
         if rest:
             self.settled.append(Settled(bucket, rest, failure, self._traced(rest[0], failure)))
+        return len(order)
 
-    def _traced(self, job: PendingJob, failure: Failure) -> int:
+    def _traced(self, job: PendingJob, failure: Failure, stage: str = "real") -> int:
         """Trace why `job` (and its bucket after it) pends; the entry's index, or -1
         when nothing is traced."""
         trace = self.trace
         if trace is None:
             return -1
-        trace.append(TraceEntry(job.id, "real", failure.check, failure.detail))
+        trace.append(TraceEntry(job.id, stage, failure.check, failure.detail))
         return len(trace) - 1

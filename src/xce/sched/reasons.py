@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Final
 
 from xce.resreq import Select
@@ -27,3 +28,58 @@ def none_open(closed: int) -> str:
 
 def short_shared(resource: str, short: float, free: float) -> str:
     return f"Short {short:g} of {resource} (shared): {free:g} free"
+
+
+def reserved(start: float, now: float, hosts: dict[str, int]) -> str:
+    """A reserved job's pend reason: when and where it is expected to start."""
+    when = f"{clock(start)} (in {span(start - now)})"
+    return f"Reserved: expected to start at {when} on {on_hosts(hosts)}"
+
+
+def would_delay(job: int, start: float, now: float) -> str:
+    """The pend reason of a job that fits now only on capacity a reservation holds."""
+    return f"Would delay the reservation of job {job} (starts in {span(start - now)})"
+
+
+def clock(time: float) -> str:
+    """A time on the session's clock: a UTC date and minute when it is an epoch time
+    (the live controller's), else the number of seconds (scenarios, simulations)."""
+    if time >= 1e9:
+        return datetime.fromtimestamp(time, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{time:g}"
+
+
+def span(seconds: float) -> str:
+    """A duration as an admin reads it: 40 s, 25 min, 2 h 5 min, 3 days 4 h."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    minutes = (whole + 30) // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} days {hours} h" if hours else f"{days} days"
+
+
+def on_hosts(hosts: dict[str, int], most: int = 8) -> str:
+    """Hosts of a placement: `n01 n02 (4 slots each)`, `n01 (4 slots) n02 (2 slots)`;
+    past `most` hosts, the first ones and how many more."""
+    names = list(hosts)
+    shown = " ".join(names[:most])
+    if len(names) > most:
+        shown += f" and {len(names) - most} more"
+    sizes = set(hosts.values())
+    if len(sizes) == 1:
+        (size,) = sizes
+        each = " each" if len(names) > 1 else ""
+        return f"{shown} ({_slots(size)}{each})"
+    if len(names) <= most:
+        return " ".join(f"{name} ({_slots(size)})" for name, size in hosts.items())
+    return f"{shown} ({sum(hosts.values())} slots in all)"
+
+
+def _slots(count: int) -> str:
+    return f"{count} slot{'s' if count != 1 else ''}"

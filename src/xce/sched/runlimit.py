@@ -1,5 +1,6 @@
-"""A job's run limit (ARCHITECTURE.md section 2a): its own, else its queue's, else
-none; and when a running job is planned to end."""
+"""A job's run limit (ARCHITECTURE.md section 2a): its own, else its queue's default
+(`run_limit`, else its `max_run_limit`, as LSF's RUNLIMIT with one value), else none;
+and when a running job is planned to end."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from xce.model.jobs import JobSpec
 
 
 def run_limit(spec: JobSpec, queue: Queue | None) -> float | None:
-    """Seconds the job may run (`bsub -W`, else the queue's `run_limit`), None: none."""
+    """Seconds the job may run (`bsub -W`, else the queue's default), None: none."""
     if spec.run_limit is not None:
         return spec.run_limit
-    return queue.run_limit if queue is not None else None
+    if queue is None:
+        return None
+    return queue.run_limit if queue.run_limit is not None else queue.max_run_limit
 
 
 def planned_end(start: float, limit: float | None, now: float) -> float:

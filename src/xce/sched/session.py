@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections.abc import Callable
 
-from xce.model.result import Demand, PendGroup, SessionResult, SessionStats, TraceEntry
+from xce.model.result import (
+    Demand,
+    PendGroup,
+    Reservation,
+    SessionResult,
+    SessionStats,
+    TraceEntry,
+)
 from xce.sched.capacity import Capacity
 from xce.sched.catalog import CatalogPass
 from xce.sched.demand import demand, pend_groups
-from xce.sched.idle import idle_supply
+from xce.sched.idle import idle_due, idle_supply
 from xce.sched.realpass import RealPass
 from xce.sched.reasons import HELD, HOLD
 from xce.sched.state import SchedulerState
@@ -33,7 +42,7 @@ def run_session(
     started = timer() if timer is not None else 0.0
     trace: list[TraceEntry] = []
     cap = Capacity(state)
-    real = RealPass(state, cap, trace if reasons else None)
+    real = RealPass(state, cap, trace if reasons else None, now)
     real.run()
     real_done = timer() if timer is not None else 0.0
 
@@ -53,13 +62,35 @@ def run_session(
         trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
         pending.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))
     idle = idle_supply(state, now, real.dispatch, cap)
+    due = next_due(state, now, real.reservations)
     ended = timer() if timer is not None else 0.0
     stats = SessionStats(
         pending=len(state.pending) + len(state.held) - len(real.dispatch),
         real_pass_ms=(real_done - started) * 1000,
         catalog_pass_ms=(catalog_done - real_done) * 1000,
         end_ms=(ended - catalog_done) * 1000,
+        session_ms=(ended - started) * 1000,
         evaluations=real.evaluations + evaluated,
         dispatched=len(real.dispatch),
     )
-    return SessionResult(now, real.dispatch, pending, trace, found, idle, stats)
+    return SessionResult(
+        now, real.dispatch, pending, trace, found, idle, stats, real.reservations, due,
+        real.backfilled,
+    )
+
+
+def next_due(state: SchedulerState, now: float, reservations: list[Reservation]) -> float:
+    """The earliest time after `now` at which a session could decide otherwise with no
+    new event (inf: none): an idle provisioned host or borrowed tokens reaching their
+    idle time and, while jobs hold reservations, a running job reaching its planned
+    end (the plan moves when it runs past it) or a reservation's start."""
+    due = idle_due(state, now)
+    if reservations:
+        ends = state.ends
+        at = bisect_right(ends, (now, math.inf))
+        if at < len(ends) and ends[at][0] < due:
+            due = ends[at][0]
+        for found in reservations:
+            if now < found.start < due:
+                due = found.start
+    return due

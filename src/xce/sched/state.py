@@ -7,6 +7,7 @@ refresh its caches). Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -36,6 +37,7 @@ from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob
 from xce.sched.hosts import OPEN_STATE, HostRecord
 from xce.sched.limits import limit_key
 from xce.sched.pools import PoolRecord
+from xce.sched.runlimit import run_limit
 
 # The most frequent event types as constants: compiled, a Final name is read directly
 # where an imported class is looked up in the module's dictionary at every use.
@@ -69,7 +71,9 @@ class SchedulerInputError(ValueError):
 class RunningJob:
     """A running job and what it holds."""
 
-    __slots__ = ("hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "usage")
+    __slots__ = (
+        "end", "hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "usage"
+    )
 
     def __init__(
         self,
@@ -78,12 +82,14 @@ class RunningJob:
         hosts: dict[int, int],
         pools: dict[str, PoolRecord],
         start: float,
+        end: float,
     ) -> None:
         self.spec = spec
         self.key = key
         self.hosts = hosts  # host index -> slots
         self.pools = pools  # shared resource -> pool its tokens come from
         self.start = start
+        self.end = end  # start + run limit (inf: no limit); see runlimit.planned_end
         self.usage: dict[str, float] = {}  # per-slot host consumables
         self.shared: dict[str, float] = {}
         self.limit_refs: tuple[LimitRef, ...] = ()
@@ -128,6 +134,9 @@ class SchedulerState:
         self.buckets: dict[BucketKey, Bucket] = {}  # buckets with pending jobs
         self._bucket_cache: dict[BucketKey, Bucket] = {}  # every bucket made, for reuse
         self.running: dict[int, RunningJob] = {}
+        # (start + run limit, job) of the running jobs that have a limit, sorted: the
+        # plan's change points (sched/plan.py)
+        self.ends: list[tuple[float, int]] = []
         self.indexes: dict[object, HostIndex] = {}  # derived views kept up to date
         self.alive: dict[str, int] = {}  # template -> hosts of it present
         # template -> the host record its virtual hosts share, and its consumables
@@ -276,6 +285,7 @@ class SchedulerState:
         }
         self.limit_used = [{} for _ in config.limits]
         self.pending, self.held, self.buckets, self.running = {}, {}, {}, {}
+        self.ends = []
         self._bucket_cache = {}
         self._submitted = {}
         for spec in config.hosts:
@@ -527,6 +537,7 @@ class SchedulerState:
             raise SubmitError(f"unknown queue '{queue}'")
         if spec.n < 1:
             raise SubmitError(f"job {spec.id}: -n must be at least 1")
+        self._check_run_limit(spec, self.queues[queue])
         if spec.res not in self._valid_res:
             try:
                 req = parse(spec.res)
@@ -539,8 +550,22 @@ class SchedulerState:
             spec = msgspec.structs.replace(spec, queue=queue)
         return spec
 
+    @staticmethod
+    def _check_run_limit(spec: JobSpec, queue: Queue) -> None:
+        limit = spec.run_limit
+        if limit is None:
+            return
+        if limit < 0 or math.isnan(limit):
+            raise SubmitError(f"job {spec.id}: run limit must be >= 0 seconds")
+        if queue.max_run_limit is not None and limit > queue.max_run_limit:
+            raise SubmitError(
+                f"job {spec.id}: run limit {limit:g} s exceeds queue {queue.name}'s "
+                f"max_run_limit {queue.max_run_limit:g} s"
+            )
+
     def _bucket_for(self, spec: JobSpec) -> Bucket:
-        key: BucketKey = (spec.queue, spec.n, spec.res)
+        limit = run_limit(spec, self.queues[spec.queue])
+        key: BucketKey = (spec.queue, spec.n, spec.res, math.inf if limit is None else limit)
         bucket = self.buckets.get(key)
         if bucket is None:
             bucket = self._bucket_cache.get(key)
@@ -643,7 +668,9 @@ class SchedulerState:
                 self._pool(res, pools[res]) if res in pools else self._infer_pool(res, placed)
             )
         self._dequeue(job_id)
-        run = RunningJob(job.spec, job.key, placed, chosen, time)
+        run = RunningJob(job.spec, job.key, placed, chosen, time, time + bucket.limit)
+        if run.end != math.inf:
+            insort(self.ends, (run.end, job_id))
         if bucket.per_slot:  # (else the empty ones it was made with)
             run.usage = dict(bucket.per_slot)
         if bucket.shared:
@@ -713,7 +740,15 @@ class SchedulerState:
         else:
             del self.running[job_id]
             self._hold_capacity(run, -1, time)
+            self._drop_end(run)
         del self._submitted[job_id]
+
+    def _drop_end(self, run: RunningJob) -> None:
+        """A running job with a limit left: its planned end is no change point now."""
+        if run.end != math.inf:
+            ends = self.ends
+            at = bisect_left(ends, (run.end, run.spec.id))
+            del ends[at]
 
     def _requeue(self, job_id: int, time: float) -> None:
         run = self.running.get(job_id)
@@ -721,6 +756,7 @@ class SchedulerState:
             raise SchedulerInputError(f"job {job_id} is not running")
         del self.running[job_id]
         self._hold_capacity(run, -1, time)
+        self._drop_end(run)
         self._enqueue(run.spec, run.key, False)
 
     # ------------------------------------------------------------------ queries

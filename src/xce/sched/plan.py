@@ -1,0 +1,319 @@
+"""The plan (ARCHITECTURE.md section 2a): when and where blocked jobs will start.
+
+A session's profile of free capacity over time, per host: free now (the session's
+capacity, this session's dispatches taken), rising when a running job reaches its
+planned end (start + run limit, one second from now when past it) or a job dispatched
+this session reaches its limit, falling while a reservation holds it. Only hosts with
+a reservation get a profile of their own (`HostProfile`); elsewhere capacity only
+rises over time, so what is free now stays free over any window.
+
+Two questions are asked of it:
+* `holdback`: how much of each reserved host's free capacity a job must leave alone
+  to start now without delaying a reservation (what dips below the free capacity
+  within the job's window);
+* `find`: the earliest start, now or a later change point, at which a blocked job
+  fits over its whole window, and the hosts the usual placement picks there.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import insort
+
+from xce.model.result import Reservation
+from xce.sched.buckets import Bucket
+from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.eligibility import Eligible
+from xce.sched.placement import HostOrder, Room, place
+from xce.sched.state import SchedulerState
+
+# (time, change in free slots, change in each consumable in Plan.res order)
+Step = tuple[float, int, tuple[float, ...]]
+# (host, slots held back, each consumable held back)
+Held = tuple[int, int, tuple[float, ...]]
+
+
+class Booking:
+    """A reservation booked in the profile."""
+
+    __slots__ = ("end", "hosts", "job", "per_slot", "seq", "start")
+
+    def __init__(
+        self,
+        seq: int,
+        job: int,
+        start: float,
+        end: float,
+        hosts: dict[int, int],
+        per_slot: tuple[tuple[str, float], ...],
+    ) -> None:
+        self.seq = seq  # bookings are made in scheduling order
+        self.job = job
+        self.start = start
+        self.end = end
+        self.hosts = hosts
+        self.per_slot = per_slot
+
+
+class HostProfile:
+    """One reserved host's changes of free capacity after now, in time order."""
+
+    __slots__ = ("bookings", "steps")
+
+    def __init__(self, steps: list[Step]) -> None:
+        steps.sort()
+        self.steps = steps
+        self.bookings: list[Booking] = []
+
+    def lowest(
+        self, free: int, free_res: tuple[float, ...], start: float, stop: float
+    ) -> tuple[int, list[float]]:
+        """The least free capacity over [start, stop), from `free` now (the changes of
+        one time are applied together before it is measured)."""
+        steps = self.steps
+        slots, res = free, list(free_res)
+        at, count = 0, len(steps)
+        while at < count and steps[at][0] <= start:
+            slots += steps[at][1]
+            for k, amount in enumerate(steps[at][2]):
+                res[k] += amount
+            at += 1
+        low_slots, low_res = slots, list(res)
+        while at < count and steps[at][0] < stop:
+            time = steps[at][0]
+            while at < count and steps[at][0] == time:
+                slots += steps[at][1]
+                for k, amount in enumerate(steps[at][2]):
+                    res[k] += amount
+                at += 1
+            if slots < low_slots:
+                low_slots = slots
+            for k, amount in enumerate(res):
+                if amount < low_res[k]:
+                    low_res[k] = amount
+        return low_slots, low_res
+
+
+class Plan:
+    """The profile of one session and the reservations booked in it."""
+
+    def __init__(self, state: SchedulerState, cap: Capacity, now: float) -> None:
+        self.state = state
+        self.cap = cap
+        self.now = now
+        self.res = tuple(cap.free_res)  # the consumables, in a fixed order
+        self.profiles: dict[int, HostProfile] = {}  # reserved hosts
+        # This session's changes besides running jobs' ends: dispatched jobs reaching
+        # their limit (+), reservations starting (-) and ending (+):
+        # (time, seq, sign, hosts, per-slot consumables)
+        self.changes: list[tuple[float, int, int, dict[int, int], tuple[tuple[str, float], ...]]]
+        self.changes = []
+        self.bookings: list[Booking] = []
+        self._seq = 0
+        self._scratch: Capacity | None = None
+
+    # ------------------------------------------------------------------ updates
+    def _deltas(self, per_slot: tuple[tuple[str, float], ...], slots: int) -> tuple[float, ...]:
+        amounts = dict(per_slot)
+        return tuple(amounts.get(res, 0.0) * slots for res in self.res)
+
+    def _change(
+        self, time: float, sign: int, hosts: dict[int, int],
+        per_slot: tuple[tuple[str, float], ...],
+    ) -> None:
+        self._seq += 1
+        insort(self.changes, (time, self._seq, sign, hosts, per_slot))
+        for index, slots in hosts.items():
+            profile = self.profiles.get(index)
+            if profile is not None:
+                deltas = self._deltas(per_slot, slots)
+                insort(profile.steps, (time, sign * slots, tuple(sign * d for d in deltas)))
+
+    def dispatched(
+        self, hosts: dict[int, int], per_slot: tuple[tuple[str, float], ...], limit: float
+    ) -> None:
+        """A job dispatched this session holds `hosts` from now for its limit."""
+        if limit != math.inf:
+            self._change(self.now + limit, +1, hosts, per_slot)
+
+    def book(
+        self, job: int, start: float, limit: float, hosts: dict[int, int],
+        per_slot: tuple[tuple[str, float], ...],
+    ) -> Reservation:
+        """Book a reservation from `start` for `limit` seconds on `hosts`."""
+        end = start + limit
+        booking = Booking(len(self.bookings), job, start, end, hosts, per_slot)
+        self.bookings.append(booking)
+        for index in hosts:
+            if index not in self.profiles:
+                self.profiles[index] = HostProfile(self._steps_of(index))
+        self._change(start, -1, hosts, per_slot)
+        if end != math.inf:
+            self._change(end, +1, hosts, per_slot)
+        for index in hosts:
+            self.profiles[index].bookings.append(booking)
+        names = self.cap.names
+        on = {names[i]: hosts[i] for i in sorted(hosts, key=names.__getitem__)}
+        return Reservation(job=job, start=start, hosts=on, end=end)
+
+    def _steps_of(self, index: int) -> list[Step]:
+        """A host's changes after now: its running jobs' planned ends and this
+        session's changes on it so far."""
+        host = self.state.hosts[index]
+        steps: list[Step] = []
+        if host is not None:
+            running = self.state.running
+            for job, slots in host.running.items():
+                run = running[job]
+                if run.end != math.inf:
+                    deltas = self._deltas(tuple(run.usage.items()), slots)
+                    steps.append((self.planned(run.end), slots, deltas))
+        for time, _seq, sign, hosts, per_slot in self.changes:
+            placed = hosts.get(index)
+            if placed is not None:
+                deltas = self._deltas(per_slot, placed)
+                steps.append((time, sign * placed, tuple(sign * d for d in deltas)))
+        return steps
+
+    def planned(self, end: float) -> float:
+        """A running job's planned end: one second from now when past it."""
+        return end if end > self.now else self.now + 1.0
+
+    # ------------------------------------------------------------------ questions
+    def holdback(self, bucket: Bucket) -> list[Held]:
+        """What a job of `bucket` must leave free on reserved hosts to start now: on
+        each reserved host with free capacity, how far its profile dips below the free
+        capacity within [now, now + the bucket's window)."""
+        cap, now = self.cap, self.now
+        stop = now + bucket.window
+        free_slots, columns = cap.free_slots, [cap.free_res[r] for r in self.res]
+        held: list[Held] = []
+        for index, profile in self.profiles.items():
+            free = free_slots[index]
+            if free <= 0:
+                continue
+            free_res = tuple(column[index] for column in columns)
+            low, low_res = profile.lowest(free, free_res, now, stop)
+            slots = min(free, max(0, free - low))
+            res = tuple(
+                min(have, max(0.0, have - least))
+                for have, least in zip(free_res, low_res, strict=True)
+            )
+            if slots > 0 or any(amount > EPSILON for amount in res):
+                held.append((index, slots, res))
+        return held
+
+    def delaying(self, held: list[Held], bucket: Bucket) -> Booking:
+        """The first reservation (in scheduling order) that holds capacity a job of
+        `bucket` would need now."""
+        stop = self.now + bucket.window
+        found: Booking | None = None
+        for index, _slots, _res in held:
+            for booking in self.profiles[index].bookings:
+                if booking.start < stop and (found is None or booking.seq < found.seq):
+                    found = booking
+        assert found is not None
+        return found
+
+    def find(self, bucket: Bucket) -> tuple[float, dict[int, int]] | None:
+        """The earliest start after now at which a job of `bucket` fits over its
+        window on the profile, and its hosts; None if it never fits.
+
+        Change points are swept in time order with the free slots of the eligible
+        hosts summed as they go: a point is tried (a placement on the capacity that
+        stays free over the window) only where that sum, and for a job on one host a
+        host whose capacity just rose, leave room for it."""
+        elig = bucket.eligible
+        assert isinstance(elig, Eligible)
+        hosts = elig.open
+        if not hosts:
+            return None
+        free_slots = self.cap.free_slots
+        gain: dict[int, int] = {}  # host -> slots freed by the time swept to
+        total = 0
+        for index in hosts:
+            total += free_slots[index]
+        single, n = bucket.single, bucket.n
+        for time, changed in self._points(hosts):
+            rose = False
+            for index, delta in changed:
+                total += delta
+                now_free = gain[index] = gain.get(index, 0) + delta
+                if delta > 0 and free_slots[index] + now_free >= n:
+                    rose = True
+            if total < n or (single and not rose):
+                continue
+            found = self._place_at(bucket, hosts, gain, time)
+            if found is not None:
+                return time, found
+        return None
+
+    def _points(self, hosts: set[int]) -> list[tuple[float, list[tuple[int, int]]]]:
+        """The change points after now in time order, each with the changes of free
+        slots it brings to `hosts`."""
+        points: dict[float, list[tuple[int, int]]] = {}
+        running = self.state.running
+        for end, job in self.state.ends:
+            changed = [(i, s) for i, s in running[job].hosts.items() if i in hosts]
+            if changed:
+                points.setdefault(self.planned(end), []).extend(changed)
+        for time, _seq, sign, placed, _per_slot in self.changes:
+            changed = [(i, sign * s) for i, s in placed.items() if i in hosts]
+            if changed:
+                points.setdefault(time, []).extend(changed)
+        return sorted(points.items())
+
+    def _place_at(
+        self, bucket: Bucket, hosts: set[int], gain: dict[int, int], time: float
+    ) -> dict[int, int] | None:
+        """The usual placement of a job of `bucket` on the capacity that stays free
+        over [time, time + its window)."""
+        cap = self.cap
+        scratch = self._scratch
+        if scratch is None:
+            scratch = self._scratch = Capacity(self.state)
+        stop = time + bucket.window
+        columns = [(res, cap.free_res[res], scratch.free_res[res]) for res in self.res]
+        cands: list[int] = []
+        for index in hosts:
+            slots = cap.free_slots[index]
+            free_res = tuple(column[index] for _r, column, _s in columns)
+            profile = self.profiles.get(index)
+            if profile is not None:
+                low, low_res = profile.lowest(slots, free_res, time, stop)
+            else:
+                low, low_res = slots + gain.get(index, 0), list(free_res)
+                if self.res:
+                    low_res = self._res_at(index, time, free_res)
+            if low <= 0:
+                continue
+            scratch.free_slots[index] = low
+            for k, (_res, _column, target) in enumerate(columns):
+                target[index] = low_res[k]
+            cands.append(index)
+        if not cands:
+            return None
+        room = Room(scratch, cands, bucket.per_slot)
+        req = bucket.req
+        return place(room, bucket.n, req.span_hosts, req.span_ptile, HostOrder(scratch, req.order))
+
+    def _res_at(self, index: int, time: float, free_res: tuple[float, ...]) -> list[float]:
+        """A host's free consumables at `time` (no reservation on it): free now plus
+        what running and dispatched jobs on it have given back by then."""
+        res = list(free_res)
+        host = self.state.hosts[index]
+        if host is None:
+            return res
+        running = self.state.running
+        for job, slots in host.running.items():
+            run = running[job]
+            if run.end != math.inf and self.planned(run.end) <= time:
+                for k, name in enumerate(self.res):
+                    res[k] += run.usage.get(name, 0.0) * slots
+        for at, _seq, sign, hosts, per_slot in self.changes:
+            placed = hosts.get(index)
+            if placed is not None and at <= time:
+                amounts = dict(per_slot)
+                for k, name in enumerate(self.res):
+                    res[k] += sign * amounts.get(name, 0.0) * placed
+        return res
