@@ -668,6 +668,109 @@ def test_template_pattern_needs_a_glob() -> None:
     )
 
 
+# --- run limits, backfill and reservations (ARCHITECTURE.md 2a) ----------------------------
+
+
+def test_run_limit_keys_are_read_with_their_defaults() -> None:
+    config = config_of(
+        "reserve_depth: 2\n"
+        "queues:\n"
+        "  - {name: a}\n"
+        "  - {name: b, backfill: true, run_limit: 3600, max_run_limit: 86400}\n"
+        "  - {name: c, backfill: false, max_run_limit: 0.5}\n"
+        "simulation: {enforce_run_limits: false}\n"
+    )
+    assert config.reserve_depth == 2
+    assert config.queues == (
+        Queue("a", 0, None),
+        Queue("b", 0, None, backfill=True, run_limit=3600.0, max_run_limit=86400.0),
+        Queue("c", 0, None, max_run_limit=0.5),
+    )
+    assert config.simulation == SimulationConfig(enforce_run_limits=False)
+
+
+def test_run_limit_defaults() -> None:
+    config = config_of("queues:\n  - {name: a}\nsimulation: {seed: 3}\n")
+    assert config.reserve_depth == 0, "LSF's default: no reservation"
+    queue = config.queues[0]
+    assert (queue.backfill, queue.run_limit, queue.max_run_limit) == (False, None, None)
+    assert config.simulation.enforce_run_limits is True
+    assert load_config_text("{}").reserve_depth == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("reserve_depth: -1\n", "cluster.yaml:7: reserve_depth: reserve_depth must be >= 0"),
+        (
+            "reserve_depth: x\n",
+            "cluster.yaml:7: reserve_depth: expected an integer, got a string ('x')",
+        ),
+        (
+            "reserve_depth: 1.5\n",
+            "cluster.yaml:7: reserve_depth: expected an integer, got a number (1.5)",
+        ),
+        (
+            "reserve_depth: true\n",
+            "cluster.yaml:7: reserve_depth: expected an integer, got a boolean (true)",
+        ),
+    ],
+)
+def test_reserve_depth_must_be_an_integer_of_at_least_zero(text: str, expected: str) -> None:
+    assert error_of(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            "{name: b, backfill: 'yes'}",
+            "queues[1].backfill: expected true or false, got a string ('yes')",
+        ),
+        ("{name: b, backfill: 1}", "queues[1].backfill: expected true or false, got a number (1)"),
+        ("{name: b, run_limit: -5}", "queues[1].run_limit: run_limit must be >= 0"),
+        (
+            "{name: b, run_limit: abc}",
+            "queues[1].run_limit: expected a number, got a string ('abc')",
+        ),
+        (
+            "{name: b, run_limit: .inf}",
+            "queues[1].run_limit: run_limit must be a finite number",
+        ),
+        ("{name: b, max_run_limit: -1}", "queues[1].max_run_limit: max_run_limit must be >= 0"),
+        (
+            "{name: b, max_run_limit: 1h}",
+            "queues[1].max_run_limit: expected a number, got a string ('1h')",
+        ),
+        (
+            "{name: b, run_limit: 7200, max_run_limit: 3600}",
+            "queues[1].run_limit: run_limit 7200 is above max_run_limit 3600",
+        ),
+    ],
+)
+def test_bad_queue_run_limit_keys_name_file_line_and_field(entry: str, expected: str) -> None:
+    assert error_of(f"queues:\n  - {{name: a}}\n  - {entry}\n") == f"cluster.yaml:9: {expected}"
+
+
+def test_queue_run_limit_error_names_the_line_of_the_value() -> None:
+    text = "queues:\n  - name: a\n    max_run_limit: 60\n    run_limit: 61.5\n"
+    assert error_of(text) == (
+        "cluster.yaml:10: queues[0].run_limit: run_limit 61.5 is above max_run_limit 60"
+    )
+
+
+def test_run_limit_equal_to_the_maximum_is_accepted() -> None:
+    queue = config_of("queues:\n  - {name: a, run_limit: 60, max_run_limit: 60}\n").queues[0]
+    assert (queue.run_limit, queue.max_run_limit) == (60.0, 60.0)
+
+
+def test_enforce_run_limits_must_be_a_boolean() -> None:
+    assert error_of("simulation:\n  enforce_run_limits: 'no'\n") == (
+        "cluster.yaml:8: simulation.enforce_run_limits: expected true or false, "
+        "got a string ('no')"
+    )
+
+
 # --- limits ------------------------------------------------------------------------------
 
 

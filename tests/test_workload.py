@@ -76,7 +76,7 @@ RECORDS = [
     "   ",
 ]
 EXPECTED_JOBS = [
-    WorkloadJob(1, 0.0, 100.0, 4, "u3", "q1", mem_per_proc_mb=2.0, requested_time=200.0),
+    WorkloadJob(1, 0.0, 100.0, 4, "u3", "q1", mem_per_proc_mb=2.0, run_limit=200.0),
     WorkloadJob(3, 5.0, 10.0, 1, "nobody", ""),
     WorkloadJob(2, 10.0, 50.5, 8, "u3", "q0"),
     WorkloadJob(10, 10.0, 20.0, 2, "u4", ""),
@@ -130,6 +130,18 @@ def test_gzipped_swf_is_recognised_by_name_and_by_magic_bytes(tmp_path: Path) ->
     disguised = tmp_path / "other.swf"  # gzip content under a plain name
     disguised.write_bytes(data)
     check_sample(read_swf(disguised), "other")
+
+
+def test_swf_requested_time_is_the_run_limit_when_positive(tmp_path: Path) -> None:
+    path = tmp_path / "limits.swf"
+    path.write_text("\n".join([
+        rec(1, 0, 100, 1, req_time=3600), rec(2, 0, 100, 1, req_time=0),
+        rec(3, 0, 100, 1, req_time=-1), rec(4, 0, 100, 1, req_time=50.5),
+    ]) + "\n")
+    limits = {job.id: job.run_limit for job in read_swf(path).jobs}
+    assert limits == {1: 3600.0, 2: None, 3: None, 4: 50.5}, (
+        "field 9 (requested time) is the limit when > 0; a job past it keeps its run time"
+    )
 
 
 def test_max_procs_falls_back_to_max_nodes_and_is_none_without_header(tmp_path: Path) -> None:
@@ -248,6 +260,19 @@ def test_yaml_jobs_with_id_ranges_and_defaults(tmp_path: Path) -> None:
         )
 
 
+def test_yaml_run_limit_and_its_older_spelling(tmp_path: Path) -> None:
+    path = tmp_path / "limits.yaml"
+    path.write_text(
+        "jobs:\n"
+        "  - {id: 1, run: 10, run_limit: 60}\n"
+        "  - {id: 2, run: 10, requested_time: 30}\n"
+        "  - {id: 3, run: 10, run_limit: 0}\n"
+        "  - {id: 4, run: 10}\n"
+    )
+    limits = {job.id: job.run_limit for job in read_yaml_jobs(path).jobs}
+    assert limits == {1: 60.0, 2: 30.0, 3: 0.0, 4: None}
+
+
 def test_yaml_name_key_and_yml_suffix(tmp_path: Path) -> None:
     path = tmp_path / "w.yml"
     path.write_text("name: nightly\njobs: []\n")
@@ -327,6 +352,29 @@ def test_yaml_name_key_and_yml_suffix(tmp_path: Path) -> None:
               - {id: 1, run: 10, user: 7}
             """,
             "2: jobs[0].user: expected a string, got a number (7)",
+        ),
+        (
+            """\
+            jobs:
+              - {id: 1, run: 10, run_limit: -5}
+            """,
+            "2: jobs[0].run_limit: run_limit must be >= 0",
+        ),
+        (
+            """\
+            jobs:
+              - id: 1
+                run: 10
+                run_limit: abc
+            """,
+            "4: jobs[0].run_limit: expected a number, got a string ('abc')",
+        ),
+        (
+            """\
+            jobs:
+              - {id: 1, run: 10, run_limit: 5, requested_time: 5}
+            """,
+            "2: jobs[0].requested_time: give one of run_limit or requested_time",
         ),
         (
             """\

@@ -210,7 +210,7 @@ def as_number(
     if positive and number <= 0:
         place.fail(f"{name} must be > 0")
     if minimum is not None and number < minimum:
-        place.fail(f"{name} must be >= {_show(minimum)}")
+        place.fail(f"{name} must be >= {show_number(minimum)}")
     return number
 
 
@@ -233,7 +233,8 @@ def as_list(value: object, place: Place) -> list[tuple[object, Place]]:
     return items
 
 
-def _show(number: float) -> str:
+def show_number(number: float) -> str:
+    """A number as a user wrote it: 3600 for 3600.0, 0.5 as is."""
     return str(int(number)) if number == int(number) else str(number)
 
 

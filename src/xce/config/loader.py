@@ -23,6 +23,7 @@ TOP_LEVEL_KEYS = (
     "shared",
     "queues",
     "limits",
+    "reserve_depth",
     "catalog",
     "policy",
     "simulation",
@@ -49,6 +50,7 @@ def build_config(
     defaults = ClusterConfig()
     name = top.text("cluster", defaults.cluster)
     interval = top.number("session_interval", defaults.session_interval, positive=True)
+    reserve_depth = top.integer("reserve_depth", defaults.reserve_depth, minimum=0)
 
     resources: dict[str, ResourceDef] = {}
     if (section := top.section("resources")) is not None:
@@ -74,6 +76,7 @@ def build_config(
         shared=shared,
         queues=queues,
         limits=limits,
+        reserve_depth=reserve_depth,
         catalog=catalog,
         policy=read_policy(top.get("policy"), top.value_place("policy"), catalog),
         simulation=read_simulation(top.get("simulation"), top.value_place("simulation"), catalog),

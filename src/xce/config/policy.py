@@ -16,6 +16,8 @@ POLICY_KEYS = (
     "persistence", "max_requests_per_round", "min_hosts", "max_hosts", "max_lifetime", "backoff",
 )
 
+SIMULATION_KEYS = ("seed", "enforce_run_limits", "providers", "countables")
+
 
 def read_policy(value: object | None, place: Place, catalog: Catalog) -> PolicyConfig:
     """Validate `policy:`; template names in min_hosts/max_hosts must exist."""
@@ -74,7 +76,8 @@ def read_simulation(value: object | None, place: Place, catalog: Catalog) -> Sim
     """Validate `simulation:`; provider and countable names must be in the catalog."""
     if value is None:
         return SimulationConfig()
-    section = MapReader(value, place, ("seed", "providers", "countables"))
+    section = MapReader(value, place, SIMULATION_KEYS)
+    defaults = SimulationConfig()
     providers: dict[str, ProviderModel] = {}
     known_providers = {t.provider for t in catalog.templates}
     if (found := section.section("providers")) is not None:
@@ -92,7 +95,10 @@ def read_simulation(value: object | None, place: Place, catalog: Catalog) -> Sim
                 model_place.fail(f"{name!r} is not a countable resource of the catalog")
             countables[str(name)] = _tokens(model, model_place)
     return SimulationConfig(
-        seed=section.integer("seed", 1), providers=providers, countables=countables
+        seed=section.integer("seed", defaults.seed),
+        enforce_run_limits=section.flag("enforce_run_limits", defaults.enforce_run_limits),
+        providers=providers,
+        countables=countables,
     )
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from xce.config.fields import MapReader, Place, as_list
+from xce.config.fields import MapReader, Place, as_list, show_number
 from xce.config.host_patterns import read_host_patterns
 from xce.model.cluster import Queue
 
-_QUEUE_KEYS = ("name", "priority", "hosts", "requeue_on_host_loss")
+_QUEUE_KEYS = (
+    "name", "priority", "hosts", "requeue_on_host_loss", "backfill", "run_limit", "max_run_limit",
+)
 
 
 def read_queues(value: object, place: Place, static_hosts: Collection[str]) -> tuple[Queue, ...]:
@@ -26,7 +28,25 @@ def read_queues(value: object, place: Place, static_hosts: Collection[str]) -> t
         if "hosts" in entry:
             hosts = read_host_patterns(entry.get("hosts"), entry.value_place("hosts"), static_hosts)
         requeue = entry.flag("requeue_on_host_loss", True)
+        run_limit, max_run_limit = _run_limits(entry)
         queues.append(
-            Queue(name=name, priority=priority, hosts=hosts, requeue_on_host_loss=requeue)
+            Queue(
+                name=name, priority=priority, hosts=hosts, requeue_on_host_loss=requeue,
+                backfill=entry.flag("backfill", False), run_limit=run_limit,
+                max_run_limit=max_run_limit,
+            )
         )
     return tuple(queues)
+
+
+def _run_limits(entry: MapReader) -> tuple[float | None, float | None]:
+    """The queue's default `run_limit` and its `max_run_limit` (seconds, >= 0), the
+    default within the maximum."""
+    run_limit = entry.optional_number("run_limit", minimum=0)
+    max_run_limit = entry.optional_number("max_run_limit", minimum=0)
+    if run_limit is not None and max_run_limit is not None and run_limit > max_run_limit:
+        entry.value_place("run_limit").fail(
+            f"run_limit {show_number(run_limit)} is above max_run_limit "
+            f"{show_number(max_run_limit)}"
+        )
+    return run_limit, max_run_limit

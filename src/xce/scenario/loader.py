@@ -29,7 +29,7 @@ from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
 
 JOB_KEYS = (
     "id", "ids", "user", "queue", "n", "res", "submit", "priority", "name", "state",
-    "hosts", "start", "run", "hold",
+    "hosts", "start", "run", "run_limit", "hold",
 )
 HOST_KEYS = ("name", "state", "template", "joined", "idle_since")
 
@@ -188,13 +188,14 @@ def _job_events(item: object, place: Place) -> list[tuple[Event, bool]]:
         job.key_place("hosts").fail("hosts is only for RUN jobs")
     n = job.integer("n", 1, minimum=1)
     run = job.optional_number("run", minimum=0)
+    run_limit = job.optional_number("run_limit", minimum=0)  # s; a RUN job ends by start + it
     events: list[tuple[Event, bool]] = []
     for job_id in ids:
         spec = JobSpec(
             id=job_id, user=job.text("user", "nobody"), queue=job.text("queue", ""), n=n,
             res=job.text("res", "", nonempty=False), submit=job.number("submit", 0.0),
             priority=job.integer("priority", 0), name=job.text("name", "", nonempty=False),
-            run=run,
+            run=run, run_limit=run_limit,
         )
         events.append((JobSubmitted(job=spec), False))
         if job.flag("hold", False):

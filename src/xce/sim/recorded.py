@@ -1,5 +1,6 @@
 """A recording as a workload: the jobs a live controller (or the simulator) was
-given, with the run times they had there, for `xce sim run --workload run.jsonl`.
+given, with the run times (and own run limits) they had there, for
+`xce sim run --workload run.jsonl`.
 
 Submit times become relative to the first submission; a job's run time is from its
 last start to its end. Jobs that never finished in the recording (still pending or
@@ -48,7 +49,7 @@ def read_recorded_jobs(path: str | os.PathLike[str]) -> Workload:
         (
             WorkloadJob(
                 id=spec.id, submit=spec.submit - origin, run=runs[spec.id], procs=spec.n,
-                user=spec.user, queue=spec.queue, res=spec.res,
+                user=spec.user, queue=spec.queue, run_limit=spec.run_limit, res=spec.res,
             )
             for spec in specs.values()
             if spec.id in runs

@@ -6,8 +6,8 @@
   Standard Workload Format records, one job a line. Unusable records (run time <= 0,
   processors <= 0, submit < 0, a repeated job number) and malformed lines are
   skipped and counted by reason; submit times become relative to the earliest job.
-* `.yaml` / `.yml`: a `jobs:` list of `{id or ids, submit, run, n, user, queue}`
-  (a scenario file's other top-level keys are ignored). Problems raise
+* `.yaml` / `.yml`: a `jobs:` list of `{id or ids, submit, run, n, user, queue,
+  run_limit}` (a scenario file's other top-level keys are ignored). Problems raise
   WorkloadError naming file, line and field.
 
 `transform` cuts a time window, keeps the first N jobs and scales the arrival rate.
@@ -36,8 +36,8 @@ DUPLICATE_ID: Final = "duplicate job number"
 
 SWF_FIELDS: Final = 18
 YAML_JOB_KEYS = (
-    "id", "ids", "submit", "run", "n", "user", "queue", "mem_per_proc_mb", "requested_time",
-    "res",
+    "id", "ids", "submit", "run", "n", "user", "queue", "mem_per_proc_mb", "run_limit",
+    "requested_time", "res",
 )
 UNKNOWN_USER: Final = "nobody"  # SWF user -1 (unknown); also the YAML default
 
@@ -56,7 +56,9 @@ class WorkloadJob(msgspec.Struct, frozen=True, gc=False):
     user: str
     queue: str  # "" when unknown (the first configured queue)
     mem_per_proc_mb: float | None = None  # requested memory per processor
-    requested_time: float | None = None  # the user's run-time estimate, seconds
+    # The job's run limit, seconds (JobSpec.run_limit): SWF field 9 (requested time)
+    # when > 0, a YAML job's `run_limit`; None: the queue's, else none.
+    run_limit: float | None = None
     res: str = ""  # requirement string (YAML workloads)
 
 
@@ -284,7 +286,8 @@ def read_yaml_jobs(path: str | os.PathLike[str]) -> Workload:
     Each job: `id` (or `ids: "3-10"` for alike jobs), `run` (seconds, required, > 0),
     `submit` (seconds, default 0), `n` (processors, default 1), `user` (default
     "nobody"), `queue` (default "": the first queue), and optionally
-    `mem_per_proc_mb` and `requested_time`. Submit times are kept as written.
+    `mem_per_proc_mb` and `run_limit` (seconds, >= 0; `requested_time` is the older
+    spelling, as SWF names it). Submit times are kept as written.
     """
     filename = str(path)
     try:
@@ -317,17 +320,25 @@ def _yaml_workload(text: str, filename: str, default_name: str) -> Workload:
         user = job.text("user", UNKNOWN_USER)
         queue = job.text("queue", "")
         mem = job.optional_number("mem_per_proc_mb", minimum=0)
-        requested = job.optional_number("requested_time", minimum=0)
+        limit = _yaml_run_limit(job)
         res = job.text("res", "", nonempty=False)
         for job_id in ids:
             if job_id in seen:
                 id_place.fail(f"duplicate job id {job_id}")
             seen.add(job_id)
             jobs.append(
-                WorkloadJob(job_id, submit, run, procs, user, queue, mem, requested, res)
+                WorkloadJob(job_id, submit, run, procs, user, queue, mem, limit, res)
             )
     jobs.sort(key=_job_order)
     return Workload(name=name, jobs=jobs)
+
+
+def _yaml_run_limit(job: MapReader) -> float | None:
+    """A YAML job's `run_limit` (or `requested_time`, not both), seconds >= 0."""
+    if "run_limit" in job and "requested_time" in job:
+        job.key_place("requested_time").fail("give one of run_limit or requested_time")
+    key = "requested_time" if "requested_time" in job else "run_limit"
+    return job.optional_number(key, minimum=0)
 
 
 # --- transform -------------------------------------------------------------------------
