@@ -111,9 +111,12 @@ class Plan:
         self.bookings: list[Booking] = []
         self._seq = 0
         self._scratch: Capacity | None = None
+        self._ends: list[tuple[float, int, int, tuple[float, ...]]] | None = None
 
     # ------------------------------------------------------------------ updates
     def _deltas(self, per_slot: tuple[tuple[str, float], ...], slots: int) -> tuple[float, ...]:
+        if not self.res:
+            return ()
         amounts = dict(per_slot)
         return tuple(amounts.get(res, 0.0) * slots for res in self.res)
 
@@ -229,17 +232,40 @@ class Plan:
         if not hosts:
             return None
         free_slots = self.cap.free_slots
-        gain: dict[int, int] = {}  # host -> slots freed by the time swept to
+        width = len(self.res)
+        gain: dict[int, list[float]] = {}  # host -> slots, consumables freed by then
         total = 0
         for index in hosts:
             total += free_slots[index]
         single, n = bucket.single, bucket.n
-        for time, changed in self._points(hosts):
+        ends, changes = self._running_ends(), self.changes
+        at_end, at_change = 0, 0
+        while at_end < len(ends) or at_change < len(changes):
+            time = ends[at_end][0] if at_end < len(ends) else math.inf
+            if at_change < len(changes) and changes[at_change][0] < time:
+                time = changes[at_change][0]
+            changed: list[tuple[int, int, tuple[float, ...]]] = []
+            while at_end < len(ends) and ends[at_end][0] == time:
+                _t, index, slots, deltas = ends[at_end]
+                if index in hosts:
+                    changed.append((index, slots, deltas))
+                at_end += 1
+            while at_change < len(changes) and changes[at_change][0] == time:
+                _t, _seq, sign, placed, per_slot = changes[at_change]
+                for index, slots in placed.items():
+                    if index in hosts:
+                        changed.append((index, sign * slots, self._deltas(per_slot, sign * slots)))
+                at_change += 1
             rose = False
-            for index, delta in changed:
-                total += delta
-                now_free = gain[index] = gain.get(index, 0) + delta
-                if delta > 0 and free_slots[index] + now_free >= n:
+            for index, slots, deltas in changed:
+                total += slots
+                have = gain.get(index)
+                if have is None:
+                    have = gain[index] = [0.0] * (width + 1)
+                have[0] += slots
+                for k in range(width):
+                    have[k + 1] += deltas[k]
+                if slots > 0 and free_slots[index] + have[0] >= n:
                     rose = True
             if total < n or (single and not rose):
                 continue
@@ -248,23 +274,23 @@ class Plan:
                 return time, found
         return None
 
-    def _points(self, hosts: set[int]) -> list[tuple[float, list[tuple[int, int]]]]:
-        """The change points after now in time order, each with the changes of free
-        slots it brings to `hosts`."""
-        points: dict[float, list[tuple[int, int]]] = {}
-        running = self.state.running
-        for end, job in self.state.ends:
-            changed = [(i, s) for i, s in running[job].hosts.items() if i in hosts]
-            if changed:
-                points.setdefault(self.planned(end), []).extend(changed)
-        for time, _seq, sign, placed, _per_slot in self.changes:
-            changed = [(i, sign * s) for i, s in placed.items() if i in hosts]
-            if changed:
-                points.setdefault(time, []).extend(changed)
-        return sorted(points.items())
+    def _running_ends(self) -> list[tuple[float, int, int, tuple[float, ...]]]:
+        """Running jobs' planned ends per host, in time order: (time, host, slots,
+        consumables given back); made once per session."""
+        found = self._ends
+        if found is None:
+            found = self._ends = []
+            running = self.state.running
+            for end, job in self.state.ends:  # (sorted by end: so are planned ends)
+                run = running[job]
+                usage = tuple(run.usage.items())
+                at = self.planned(end)
+                for index, slots in run.hosts.items():
+                    found.append((at, index, slots, self._deltas(usage, slots)))
+        return found
 
     def _place_at(
-        self, bucket: Bucket, hosts: set[int], gain: dict[int, int], time: float
+        self, bucket: Bucket, hosts: set[int], gain: dict[int, list[float]], time: float
     ) -> dict[int, int] | None:
         """The usual placement of a job of `bucket` on the capacity that stays free
         over [time, time + its window)."""
@@ -273,22 +299,26 @@ class Plan:
         if scratch is None:
             scratch = self._scratch = Capacity(self.state)
         stop = time + bucket.window
-        columns = [(res, cap.free_res[res], scratch.free_res[res]) for res in self.res]
+        columns = [(cap.free_res[res], scratch.free_res[res]) for res in self.res]
+        profiles = self.profiles
         cands: list[int] = []
         for index in hosts:
             slots = cap.free_slots[index]
-            free_res = tuple(column[index] for _r, column, _s in columns)
-            profile = self.profiles.get(index)
+            have = gain.get(index)
+            profile = profiles.get(index)
             if profile is not None:
+                free_res = tuple(column[index] for column, _s in columns)
                 low, low_res = profile.lowest(slots, free_res, time, stop)
+            elif have is not None:
+                low = slots + int(have[0])
+                low_res = [column[index] + have[k + 1] for k, (column, _s) in enumerate(columns)]
             else:
-                low, low_res = slots + gain.get(index, 0), list(free_res)
-                if self.res:
-                    low_res = self._res_at(index, time, free_res)
+                low = slots
+                low_res = [column[index] for column, _s in columns]
             if low <= 0:
                 continue
             scratch.free_slots[index] = low
-            for k, (_res, _column, target) in enumerate(columns):
+            for k, (_column, target) in enumerate(columns):
                 target[index] = low_res[k]
             cands.append(index)
         if not cands:
@@ -296,24 +326,3 @@ class Plan:
         room = Room(scratch, cands, bucket.per_slot)
         req = bucket.req
         return place(room, bucket.n, req.span_hosts, req.span_ptile, HostOrder(scratch, req.order))
-
-    def _res_at(self, index: int, time: float, free_res: tuple[float, ...]) -> list[float]:
-        """A host's free consumables at `time` (no reservation on it): free now plus
-        what running and dispatched jobs on it have given back by then."""
-        res = list(free_res)
-        host = self.state.hosts[index]
-        if host is None:
-            return res
-        running = self.state.running
-        for job, slots in host.running.items():
-            run = running[job]
-            if run.end != math.inf and self.planned(run.end) <= time:
-                for k, name in enumerate(self.res):
-                    res[k] += run.usage.get(name, 0.0) * slots
-        for at, _seq, sign, hosts, per_slot in self.changes:
-            placed = hosts.get(index)
-            if placed is not None and at <= time:
-                amounts = dict(per_slot)
-                for k, name in enumerate(self.res):
-                    res[k] += sign * amounts.get(name, 0.0) * placed
-        return res

@@ -556,10 +556,10 @@ class SchedulerState:
         if limit is None:
             return
         if limit < 0 or math.isnan(limit):
-            raise SubmitError(f"job {spec.id}: run limit must be >= 0 seconds")
+            raise SubmitError(f"run limit must be >= 0 seconds, not {limit:g}")
         if queue.max_run_limit is not None and limit > queue.max_run_limit:
             raise SubmitError(
-                f"job {spec.id}: run limit {limit:g} s exceeds queue {queue.name}'s "
+                f"run limit {limit:g} s exceeds queue {queue.name}'s "
                 f"max_run_limit {queue.max_run_limit:g} s"
             )
 
