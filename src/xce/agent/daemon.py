@@ -2,8 +2,9 @@
 
 Each heartbeat says which jobs run and which ended (again until acknowledged); the
 reply says which to start, which to kill, which reports to forget. The controller
-being down changes nothing for the jobs: the agent retries with backoff and never kills
-a job on its own. Stopping the agent (SIGTERM) leaves its jobs running.
+being down changes nothing for the jobs: the agent retries with backoff and kills a job
+on its own only at its run limit (from the launch). Stopping the agent (SIGTERM) leaves
+its jobs running.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class AgentSettings:
     retry_min: float = 1.0  # backoff while the controller cannot be reached
     retry_max: float = 30.0
     request_timeout: float = 10.0
-    kill_check: float = 0.5  # how often killed jobs past their grace get SIGKILL
+    kill_check: float = 0.5  # how often run limits and kill graces are checked
 
 
 class ControllerError(Exception):
@@ -202,6 +203,7 @@ class Agent:
 
     async def _enforce_kills(self) -> None:
         while True:
+            self.store.enforce_limits()
             self.store.escalate()
             await asyncio.sleep(self.settings.kill_check)
 

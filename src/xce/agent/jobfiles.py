@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 LAUNCH = "launch.json"  # the Launch struct, as the controller sent it
 HELD = "held.json"  # a job that only holds slots here (Launch.run false)
-KILL = "kill.json"  # the controller asked for the job to end
+KILL = "kill.json"  # the controller asked for the job to end, or it reached its limit
 LOCK = "lock"  # locked by the shim while it lives
 PIDS = "pids.json"
 STATUS = "status.json"
@@ -45,6 +45,7 @@ class Pids(msgspec.Struct, frozen=True):
     shim_start: int
     job: int
     job_start: int
+    start: float = 0.0  # when the job started (wall clock; 0: not recorded)
 
 
 class Held(msgspec.Struct, frozen=True):
@@ -54,9 +55,12 @@ class Held(msgspec.Struct, frozen=True):
 
 
 class KillRequest(msgspec.Struct, frozen=True):
-    """When the kill was first asked for: SIGKILL follows after the grace period."""
+    """When the kill was first asked for: SIGKILL follows after the grace period.
+    `reason`: why the agent itself ends the job (its run limit), empty for a kill the
+    controller asked for."""
 
     time: float
+    reason: str = ""
 
 
 def write_atomic(path: Path, value: object) -> None:

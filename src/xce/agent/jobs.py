@@ -19,7 +19,7 @@ from pathlib import Path
 
 from xce.agent import jobfiles
 from xce.agent.jobfiles import HELD, KILL, LAUNCH, LOCK, PIDS, STATUS, Held, KillRequest, Status
-from xce.model.api import JobReport, Launch
+from xce.model.api import RUN_LIMIT_REACHED, JobReport, Launch
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,9 @@ class JobStore:
         self.kill_grace = kill_grace
         self._shims: dict[int, subprocess.Popen[bytes]] = {}  # started here: to be reaped
         self._terminated: set[int] = set()  # SIGTERM sent by this agent
+        # When each job reaches its run limit (None: no limit, or being ended already);
+        # a job not started yet is not in it.
+        self._deadlines: dict[int, float | None] = {}
 
     def directory(self, job: int) -> Path:
         return self.root / str(job)
@@ -120,9 +123,11 @@ class JobStore:
         for job in self.jobs():
             status = self._status(job)
             if status is not None:
-                reports.append(
-                    JobReport(job, status.exit_code, status.signal, status.run_time, status.end)
-                )
+                request = jobfiles.read(self.directory(job) / KILL, KillRequest)
+                reports.append(JobReport(
+                    job, status.exit_code, status.signal, status.run_time, status.end,
+                    request.reason if request is not None else "",
+                ))
         return reports
 
     def ack(self, jobs: Iterable[int]) -> None:
@@ -140,10 +145,12 @@ class JobStore:
             with contextlib.suppress(OSError):  # not empty: the job's default output
                 jobdir.rmdir()
             self._terminated.discard(job)
+            self._deadlines.pop(job, None)
 
-    def kill(self, job: int) -> None:
+    def kill(self, job: int, reason: str = "") -> None:
         """End a job: SIGTERM to its process group now, SIGKILL once the grace period
-        is over (see `escalate`). A job that only holds slots ends at once (exit 0)."""
+        is over (see `escalate`). A job that only holds slots ends at once (exit 0).
+        `reason`: why the agent ends it itself, reported with its end."""
         jobdir = self.directory(job)
         if not (jobdir / LAUNCH).exists() or (jobdir / STATUS).exists():
             log.info("job %d: kill asked for, but it is not running here", job)
@@ -157,10 +164,42 @@ class JobStore:
             return
         request = jobfiles.read(jobdir / KILL, KillRequest)
         if request is None:  # the first request starts the grace period
-            request = KillRequest(time.time())
+            request = KillRequest(time.time(), reason)
             jobfiles.write_atomic(jobdir / KILL, request)
-            log.info("job %d: killing", job)
+            log.info("job %d: killing%s", job, f" ({reason})" if reason else "")
+        self._deadlines[job] = None  # being ended: its limit no longer matters
         self._signal(job, request)
+
+    def enforce_limits(self) -> list[int]:
+        """Begin ending the jobs that reached their run limit (the launch's, counted
+        from the job's start here): SIGTERM now, SIGKILL after the grace (`escalate`),
+        reported with RUN_LIMIT_REACHED. The jobs it began to end."""
+        now = time.time()
+        reached = []
+        for job in self.jobs():
+            deadline = self._deadline(job)
+            if deadline is not None and now >= deadline:
+                log.info("job %d: reached its run limit", job)
+                self.kill(job, RUN_LIMIT_REACHED)
+                reached.append(job)
+        return reached
+
+    def _deadline(self, job: int) -> float | None:
+        """When `job` reaches its run limit; None: no limit, not started yet, ended or
+        being ended."""
+        if job in self._deadlines:
+            return self._deadlines[job]
+        jobdir = self.directory(job)
+        launch = jobfiles.read(jobdir / LAUNCH, Launch)
+        if (launch is None or launch.run_limit is None or not launch.run
+                or (jobdir / KILL).exists() or (jobdir / STATUS).exists()):
+            self._deadlines[job] = None
+            return None
+        pids = jobfiles.read(jobdir / PIDS, jobfiles.Pids)
+        if pids is None or not pids.start:
+            return None  # not started yet (asked again next time)
+        deadline = self._deadlines[job] = pids.start + launch.run_limit
+        return deadline
 
     def escalate(self) -> None:
         """Signal the jobs asked to end that still run: SIGTERM if not yet sent (the

@@ -185,7 +185,7 @@ def run(launch: Launch, jobdir: Path) -> Status:
         os.close(stdout_fd)
     with contextlib.suppress(OSError):  # the child may have done it (and exec'd) already
         os.setpgid(pid, pid)
-    record_pids(jobdir, pid)
+    record_pids(jobdir, pid, start)
 
     def forward(sig: int, _frame: FrameType | None) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -208,13 +208,15 @@ def run(launch: Launch, jobdir: Path) -> Status:
     return Status(os.WEXITSTATUS(wait_status), None, start, end, run_time)
 
 
-def record_pids(jobdir: Path, job: int) -> None:
-    """pids.json: the shim and the job's leader, with their start times."""
+def record_pids(jobdir: Path, job: int, start: float) -> None:
+    """pids.json: the shim and the job's leader, with their start times, and when the
+    job started (its run limit counts from then)."""
     shim = os.getpid()
     shim_start = jobfiles.process_start_time(shim)
     job_start = jobfiles.process_start_time(job)
     assert shim_start is not None and job_start is not None  # both alive or unreaped
-    jobfiles.write_atomic(jobdir / jobfiles.PIDS, Pids(shim, shim_start, job, job_start))
+    pids = Pids(shim, shim_start, job, job_start, start)
+    jobfiles.write_atomic(jobdir / jobfiles.PIDS, pids)
 
 
 def main(argv: list[str]) -> int:

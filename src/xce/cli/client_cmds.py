@@ -18,6 +18,7 @@ import click
 import msgspec
 
 from xce.cli.client import Client, ClientError, session_demand, session_idle, with_client
+from xce.cli.runlimit import limit_text, run_limit_option
 from xce.model.api import (
     ExpectRequest,
     HostInfo,
@@ -133,6 +134,8 @@ def job_long(job: JobInfo) -> list[str]:
     if job.res:
         submitted.append(f"Requested Resources <{job.res}>")
     lines = [", ".join(head), f"{long_time(job.submit_time)}: {', '.join(submitted)};"]
+    if job.run_limit is not None:  # as bjobs -l: after the submission
+        lines += ["", f" RUNLIMIT {limit_text(job.run_limit)}", ""]
     if job.start_time is not None:
         hosts = " ".join(f"<{part}>" for part in exec_host_parts(job.exec_hosts))
         lines.append(f"{long_time(job.start_time)}: Started {job.n} Task(s) on Host(s) {hosts};")
@@ -140,7 +143,13 @@ def job_long(job: JobInfo) -> list[str]:
         lines.append(f"{long_time(job.end_time)}: {_ending(job)}")
     if job.state in PENDING and job.pend_reason:
         lines += ["", " PENDING REASONS:", reason_line(job.pend_reason)]
-    return lines
+    if job.state in PENDING and job.expected_start is not None:
+        hosts = " ".join(f"<{part}>" for part in exec_host_parts(job.reserved_hosts))
+        lines += ["", " RESERVATION:",
+                  f" Expected to start at {long_time(job.expected_start)} on Host(s) {hosts};"]
+    # One blank line between sections, none at the end.
+    return [line for i, line in enumerate(lines)
+            if line or (0 < i < len(lines) - 1 and lines[i + 1])]
 
 
 def host_status(host: HostInfo) -> str:
@@ -335,12 +344,16 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 @click.option("-e", "error", default="", metavar="FILE",
               help="Standard error file [default: with the standard output].")
 @click.option("-H", "hold", is_flag=True, help="Hold the job: it pends in PSUSP.")
+@click.option("-W", "run_limit", metavar="[hh:]mm", callback=run_limit_option,
+              help="Run limit: minutes, or hours:minutes (the job is ended when it has "
+              "run this long) [default: the queue's run_limit].")
 @click.option("--cwd", metavar="DIR", help="Working directory [default: the current one].")
 @click.option("-u", "user", default="", metavar="USER",
               help="Submit as USER (admins only).")
 @with_client
 def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue: str,
-           name: str, output: str, error: str, hold: bool, cwd: str | None, user: str) -> None:
+           name: str, output: str, error: str, hold: bool, run_limit: float | None,
+           cwd: str | None, user: str) -> None:
     """Submit COMMAND as a job, like bsub.
 
     The job runs in the current directory with the current environment (except
@@ -352,7 +365,7 @@ def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue
         cwd=os.path.abspath(cwd) if cwd else os.getcwd(),
         # The token is a credential: it must not be stored in the job record.
         env={key: value for key, value in os.environ.items() if key != "XCE_TOKEN"},
-        output=output, error=error, hold=hold, user=user,
+        output=output, error=error, hold=hold, user=user, run_limit=run_limit,
     )
     submitted = client.submit(request)
     click.echo(f"Job <{submitted.job}> is submitted to queue <{submitted.queue}>.")

@@ -110,6 +110,10 @@ def token_revoke(state_dir: str, name: str, role: str | None) -> None:
               help="Seconds unreach before its jobs are requeued (or exited).")
 @click.option("--snapshot-every", type=int, default=DEFAULTS.snapshot_every, show_default=True,
               help="Facts between snapshots of the durable log.")
+@click.option("--limit-grace", type=click.FloatRange(min=0), default=DEFAULTS.limit_grace,
+              show_default=True,
+              help="Seconds past its run limit after which the controller ends a job its "
+              "agent has not reported ended.")
 def controller(
     config_path: str,
     state_dir: str,
@@ -119,6 +123,7 @@ def controller(
     unreach_after: float,
     requeue_after: float,
     snapshot_every: int,
+    limit_grace: float,
 ) -> None:
     """Run the controller: the API, the durable log and the scheduling sessions."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -137,7 +142,7 @@ def controller(
     except StoreError as err:
         raise click.ClickException(str(err)) from err
     settings = Settings(heartbeat_interval, unreach_after, requeue_after,
-                        snapshot_every=snapshot_every)
+                        snapshot_every=snapshot_every, limit_grace=limit_grace)
     recorder = Recorder(record, source="live") if record else None
     ctl = Controller(config, store, settings, recorder=recorder)
     try:

@@ -190,13 +190,18 @@ def authenticate(request: web.Request) -> Identity:
 # ---------------------------------------------------------------- jobs
 def job_info(ctl: Controller, job: JobRecord) -> JobInfo:
     spec = job.spec
-    reason, kind = ctl.pend_reason(spec.id) if job.state in (PEND, PSUSP) else ("", "")
+    pending = job.state in (PEND, PSUSP)
+    reason, kind = ctl.pend_reason(spec.id) if pending else ("", "")
+    reserved = ctl.reservation(spec.id) if pending else None
     return JobInfo(
         id=spec.id, user=spec.user, queue=spec.queue, state=job.state, n=spec.n,
         res=spec.res, name=spec.name, command=list(spec.command), submit_time=spec.submit,
         start_time=job.start_time, end_time=job.end_time, exec_hosts=dict(job.hosts),
         exit_code=job.exit_code, signal=job.signal, exit_reason=job.exit_reason,
         pend_reason=reason, pend_kind=kind, cwd=spec.cwd, output=spec.output, error=spec.error,
+        run_limit=ctl.run_limit(spec),
+        expected_start=reserved.start if reserved is not None else None,
+        reserved_hosts=dict(reserved.hosts) if reserved is not None else {},
     )
 
 
@@ -603,9 +608,11 @@ ROUTES: list[tuple[str, str, Handler]] = [
 ]
 
 
-async def _every(seconds: float, step: Callable[[], Awaitable[Any]]) -> None:
+async def _every(seconds: float | Callable[[], float],
+                 step: Callable[[], Awaitable[Any]]) -> None:
+    """`step()` forever, `seconds` apart (a callable: asked before each pause)."""
     while True:
-        await asyncio.sleep(seconds)
+        await asyncio.sleep(seconds() if callable(seconds) else seconds)
         try:
             await step()
         except JournalFailed as err:
@@ -624,8 +631,10 @@ def make_app(ctl: Controller, tokens: TokenStore) -> web.Application:
     async def background(app: web.Application) -> AsyncIterator[None]:
         await ctl.start()
         tasks = [
-            asyncio.create_task(_every(ctl.config.session_interval, ctl.run_session)),
+            # session_interval apart, or sooner when the last session's next_due says
+            asyncio.create_task(_every(ctl.session_delay, ctl.run_session)),
             asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2, ctl.watch_hosts)),
+            asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2, ctl.watch_limits)),
             asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2,
                                        lambda: supply.settle_returns(ctl))),
         ]

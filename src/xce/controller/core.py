@@ -30,6 +30,7 @@ from xce.controller.records import (
     RecordError,
     RequestRecord,
 )
+from xce.controller.runlimits import overdue, session_delay
 from xce.controller.store import Store
 from xce.controller.tokens import PoolTokens, TokenLedger
 from xce.controller.view import (
@@ -43,6 +44,7 @@ from xce.controller.view import (
     JobRecord,
 )
 from xce.model.api import (
+    RUN_LIMIT_REACHED,
     Heartbeat,
     HeartbeatReply,
     Launch,
@@ -70,11 +72,12 @@ from xce.model.events import (
     SupplyChanged,
 )
 from xce.model.jobs import JobSpec
-from xce.model.result import SessionResult
+from xce.model.result import Reservation, SessionResult
 from xce.sched import SchedulerState, run_session
 from xce.sched.admission import oversize
-from xce.sched.loss import lost_job
+from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.rebuild import state_events
+from xce.sched.runlimit import run_limit
 from xce.sched.state import SchedulerInputError, SubmitError
 from xce.sim.recording import Recorder
 from xce.tuning import settle_heap
@@ -101,6 +104,9 @@ class Settings(msgspec.Struct, frozen=True):
     requeue_after: float = 60.0  # unreach this long: its jobs are requeued or exited
     clean_period: float = 3600.0  # finished jobs are kept this long (LSF CLEAN_PERIOD)
     snapshot_every: int = 100_000  # facts between snapshots
+    # A running job past its run limit by this long, not reported ended by its agent
+    # (which ends it at the limit): the controller ends it itself.
+    limit_grace: float = 30.0
 
 
 class _HostExtra(msgspec.Struct):
@@ -154,7 +160,9 @@ class Controller:
         self.sessions = 0
         self.last_result: SessionResult | None = None
         self._reasons: dict[int, tuple[str, str]] = {}  # pend reasons of the last session
+        self._reservations: dict[int, Reservation] = {}  # of the last session, by job
         self._facts_since_snapshot = 0
+        self._up_since = 0.0  # when start() ran: agents get a fresh limit_grace then
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="xce-session")
 
     # ------------------------------------------------------------------ life
@@ -163,7 +171,7 @@ class Controller:
         last = self._recover()
         settle_heap()  # what was recovered stays: keep it out of the collector's way
         self.journal = Journal(self.store, last, asyncio.get_running_loop())
-        now = self.clock()
+        now = self._up_since = self.clock()
         for host in self.view.hosts.values():  # a fresh grace period for every agent
             if host.state in ("ok", "closed"):
                 host.last_heartbeat = now
@@ -263,7 +271,7 @@ class Controller:
         now = self.clock()
         self.busy = True
         try:
-                result, reasons = await asyncio.get_running_loop().run_in_executor(
+            result, reasons = await asyncio.get_running_loop().run_in_executor(
                 self._executor, _session, self.state, now
             )
         finally:
@@ -271,6 +279,7 @@ class Controller:
         self.sessions += 1
         self.last_result = result
         self._reasons = reasons
+        self._reservations = {found.job: found for found in result.reservations}
         if self.recorder is not None:
             self.recorder.session(now, result)
         stale_jobs: set[int] = set()
@@ -361,6 +370,20 @@ class Controller:
     def pend_reason(self, job: int) -> tuple[str, str]:
         return self._reasons.get(job, ("New job is waiting for scheduling", "new"))
 
+    def reservation(self, job: int) -> Reservation | None:
+        """The pending job's reservation in the last session, if it got one."""
+        return self._reservations.get(job)
+
+    def session_delay(self) -> float:
+        """Seconds until the next session: `session_interval`, or sooner when the last
+        session's `next_due` says its decisions could change before then."""
+        due = self.last_result.next_due if self.last_result is not None else float("inf")
+        return session_delay(self.config.session_interval, self.clock(), due)
+
+    def run_limit(self, spec: JobSpec) -> float | None:
+        """The job's run limit in seconds: its own, else its queue's (None: none)."""
+        return run_limit(spec, self.state.queues.get(spec.queue))
+
     # ------------------------------------------------------------------ jobs
     async def submit(self, who: Identity, request: SubmitRequest) -> tuple[int, str]:
         user = request.user or who.name
@@ -372,6 +395,7 @@ class Controller:
             res=request.res, submit=now, priority=request.priority, name=request.name,
             hold=request.hold, command=list(request.command), cwd=request.cwd,
             env=dict(request.env), output=request.output, error=request.error,
+            run_limit=request.run_limit,
         )
         try:
             spec = self.state.resolve(spec)
@@ -731,7 +755,9 @@ class Controller:
             reported.add(report.job)
             job = self.view.jobs.get(report.job)
             if job is not None and job.state == RUN and next(iter(job.hosts)) == name:
-                ended.append(JobFinished(report.job, now, report.exit_code, report.signal))
+                # Only a reason the agent may give (not free text into the log).
+                why = report.reason if report.reason == RUN_LIMIT_REACHED else ""
+                ended.append(JobFinished(report.job, now, report.exit_code, report.signal, why))
         running = set(beat.running)
         start: list[Launch] = []
         for job_id in list(host.jobs):
@@ -756,6 +782,7 @@ class Controller:
             job=spec.id, user=spec.user, command=list(spec.command), hosts=dict(job.hosts),
             run=next(iter(job.hosts)) == host, cwd=spec.cwd, env=dict(spec.env),
             output=spec.output, error=spec.error, name=spec.name, queue=spec.queue,
+            run_limit=self.run_limit(spec),
         )
 
     def _lost(self, job: JobRecord, now: float, why: str) -> list[Event]:
@@ -767,6 +794,33 @@ class Controller:
         log.warning("job %d %s: %s", job.spec.id, why,
                     "requeued" if isinstance(ended, JobRequeued) else "exited")
         return [ended]
+
+    async def watch_limits(self) -> None:
+        """End the running jobs past their run limit by more than `limit_grace` that
+        their agent has not reported ended (it ends them at the limit): EXIT with
+        RUN_LIMIT_REACHED and no exit status; the agent is then told to kill them."""
+        now = self.clock()
+        ended: list[Event] = []
+        for job in self._running():
+            assert job.start_time is not None
+            limit = self.run_limit(job.spec)
+            if overdue(job.start_time, limit, self.settings.limit_grace, now, self._up_since):
+                log.warning("job %d: past its run limit and not reported ended: ending it",
+                            job.spec.id)
+                ended.append(JobFinished(job.spec.id, now, LOST_EXIT_CODE, None,
+                                         RUN_LIMIT_REACHED))
+        if ended:
+            await self.commit(now, ended)
+
+    def _running(self) -> list[JobRecord]:
+        """The running jobs, found through the hosts (never a scan of every job)."""
+        found: dict[int, JobRecord] = {}
+        for host in self.view.hosts.values():
+            for job_id in host.jobs:
+                job = self.view.jobs.get(job_id)
+                if job is not None and job.state == RUN and job.start_time is not None:
+                    found[job_id] = job
+        return list(found.values())
 
     async def watch_hosts(self) -> None:
         """Hosts that stopped heartbeating become unreach; after `requeue_after` their

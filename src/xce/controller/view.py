@@ -147,7 +147,8 @@ class ClusterView:
                     self.hosts[name].jobs[job_id] = slots
             case JobFinished(job=job_id, time=end, exit_code=code, signal=signal, reason=why):
                 job = self._end(job_id, end)
-                job.state = DONE if code == 0 and signal is None else EXIT
+                # A reason: the controller or the agent ended it (lost host, run limit).
+                job.state = DONE if code == 0 and signal is None and not why else EXIT
                 job.exit_code, job.signal, job.exit_reason = code, signal, why
             case JobKilled(job=job_id, time=end):
                 job = self._end(job_id, end)

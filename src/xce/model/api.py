@@ -18,6 +18,9 @@ Positive = Annotated[int, msgspec.Meta(ge=1)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 
 ROLES = ("admin", "user", "agent", "scheduler", "provisioner")
+# The exit reason of a job ended at its run limit (by its agent, or by the controller
+# when the agent did not report it in time): docs/cluster.md, "Run limits".
+RUN_LIMIT_REACHED = "run limit reached"
 
 
 class ApiError(msgspec.Struct, frozen=True):
@@ -43,6 +46,9 @@ class SubmitRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     priority: int = 0
     hold: bool = False
     user: str = ""
+    # Seconds the job may run (`xce submit -W`), at most the queue's max_run_limit;
+    # None: the queue's run_limit, else none.
+    run_limit: float | None = None
 
 
 class Submitted(msgspec.Struct, frozen=True):
@@ -76,6 +82,11 @@ class JobInfo(msgspec.Struct, frozen=True):
     cwd: str = ""
     output: str = ""
     error: str = ""
+    run_limit: float | None = None  # s: the job's own, else its queue's (None: none)
+    # A pending job's reservation in the last session: when and where it is expected
+    # to start (None, {}: it has none).
+    expected_start: float | None = None
+    reserved_hosts: dict[str, int] = {}
 
 
 class JobList(msgspec.Struct, frozen=True):
@@ -369,6 +380,7 @@ class JobReport(msgspec.Struct, frozen=True):
     signal: int | None = None
     run_time: float = 0
     end_time: float = 0
+    reason: str = ""  # why the agent ended it: RUN_LIMIT_REACHED, else empty
 
 
 class Heartbeat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -394,6 +406,9 @@ class Launch(msgspec.Struct, frozen=True):
     error: str = ""
     name: str = ""
     queue: str = ""
+    # Seconds the job may run, counted from its start on the host: the agent ends it
+    # then (SIGTERM, SIGKILL after its kill grace). None: no limit.
+    run_limit: float | None = None
 
 
 class HeartbeatReply(msgspec.Struct, frozen=True):

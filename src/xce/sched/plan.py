@@ -111,7 +111,8 @@ class Plan:
         self.bookings: list[Booking] = []
         self._seq = 0
         self._scratch: Capacity | None = None
-        self._ends: list[tuple[float, int, int, tuple[float, ...]]] | None = None
+        # host -> this session's changes on it (see _steps_of)
+        self._host_changes: dict[int, list[Step]] = {}
 
     # ------------------------------------------------------------------ updates
     def _deltas(self, per_slot: tuple[tuple[str, float], ...], slots: int) -> tuple[float, ...]:
@@ -127,10 +128,11 @@ class Plan:
         self._seq += 1
         insort(self.changes, (time, self._seq, sign, hosts, per_slot))
         for index, slots in hosts.items():
+            step = (time, sign * slots, self._deltas(per_slot, sign * slots))
+            self._host_changes.setdefault(index, []).append(step)
             profile = self.profiles.get(index)
             if profile is not None:
-                deltas = self._deltas(per_slot, slots)
-                insort(profile.steps, (time, sign * slots, tuple(sign * d for d in deltas)))
+                insort(profile.steps, step)
 
     def dispatched(
         self, hosts: dict[int, int], per_slot: tuple[tuple[str, float], ...], limit: float
@@ -171,11 +173,7 @@ class Plan:
                 if run.end != math.inf:
                     deltas = self._deltas(tuple(run.usage.items()), slots)
                     steps.append((self.planned(run.end), slots, deltas))
-        for time, _seq, sign, hosts, per_slot in self.changes:
-            placed = hosts.get(index)
-            if placed is not None:
-                deltas = self._deltas(per_slot, placed)
-                steps.append((time, sign * placed, tuple(sign * d for d in deltas)))
+        steps.extend(self._host_changes.get(index, ()))
         return steps
 
     def planned(self, end: float) -> float:
@@ -238,17 +236,21 @@ class Plan:
         for index in hosts:
             total += free_slots[index]
         single, n = bucket.single, bucket.n
-        ends, changes = self._running_ends(), self.changes
+        ends, changes = self.state.ends, self.changes
+        running, plain = self.state.running, not self.res
         at_end, at_change = 0, 0
         while at_end < len(ends) or at_change < len(changes):
-            time = ends[at_end][0] if at_end < len(ends) else math.inf
+            # (running jobs' ends come sorted by end, and so by planned end)
+            time = self.planned(ends[at_end][0]) if at_end < len(ends) else math.inf
             if at_change < len(changes) and changes[at_change][0] < time:
                 time = changes[at_change][0]
             changed: list[tuple[int, int, tuple[float, ...]]] = []
-            while at_end < len(ends) and ends[at_end][0] == time:
-                _t, index, slots, deltas = ends[at_end]
-                if index in hosts:
-                    changed.append((index, slots, deltas))
+            while at_end < len(ends) and self.planned(ends[at_end][0]) == time:
+                run = running[ends[at_end][1]]
+                for index, slots in run.hosts.items():
+                    if index in hosts:
+                        deltas = () if plain else self._deltas(tuple(run.usage.items()), slots)
+                        changed.append((index, slots, deltas))
                 at_end += 1
             while at_change < len(changes) and changes[at_change][0] == time:
                 _t, _seq, sign, placed, per_slot = changes[at_change]
@@ -273,21 +275,6 @@ class Plan:
             if found is not None:
                 return time, found
         return None
-
-    def _running_ends(self) -> list[tuple[float, int, int, tuple[float, ...]]]:
-        """Running jobs' planned ends per host, in time order: (time, host, slots,
-        consumables given back); made once per session."""
-        found = self._ends
-        if found is None:
-            found = self._ends = []
-            running = self.state.running
-            for end, job in self.state.ends:  # (sorted by end: so are planned ends)
-                run = running[job]
-                usage = tuple(run.usage.items())
-                at = self.planned(end)
-                for index, slots in run.hosts.items():
-                    found.append((at, index, slots, self._deltas(usage, slots)))
-        return found
 
     def _place_at(
         self, bucket: Bucket, hosts: set[int], gain: dict[int, list[float]], time: float
