@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from importlib import resources
 from pathlib import Path
@@ -17,13 +18,16 @@ from xce.config import ConfigError
 from xce.model.result import SessionResult
 from xce.scenario import load_scenario
 from xce.sched import run_session
+from xce.sched.reasons import clock
 
 EXAMPLE = "session.yaml"
+# The bundled scenarios `--example NAME` runs (NAME.yaml in the package's examples).
+EXAMPLES = ("session", "plan")
 
 
-def example_path() -> Path:
-    """The bundled example scenario (the embedded default)."""
-    return Path(str(resources.files("xce") / "examples" / EXAMPLE))
+def example_path(name: str = "session") -> Path:
+    """A bundled example scenario (`session`: the embedded default)."""
+    return Path(str(resources.files("xce") / "examples" / f"{name}.yaml"))
 
 
 @click.group()
@@ -35,9 +39,18 @@ def sched() -> None:
 @click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the session result as JSON.")
 @click.option("--why", "why", type=int, multiple=True, help="Show the decision trace of a job.")
-def session(scenario: str | None, as_json: bool, why: tuple[int, ...]) -> None:
+@click.option(
+    "--example", type=click.Choice(EXAMPLES), default=None,
+    help="Run a bundled scenario instead: session (the default) or plan (a reservation "
+    "and a backfilled job).",
+)
+def session(
+    scenario: str | None, as_json: bool, why: tuple[int, ...], example: str | None
+) -> None:
     """Run one scheduling session on SCENARIO (default: the bundled example)."""
-    path = Path(scenario) if scenario else example_path()
+    if scenario and example:
+        raise click.UsageError("give a SCENARIO file or --example, not both")
+    path = Path(scenario) if scenario else example_path(example or "session")
     try:
         loaded = load_scenario(path)
     except ConfigError as err:
@@ -61,11 +74,26 @@ def show(result: SessionResult, path: Path, console: Console) -> None:
         f"(real pass {stats.real_pass_ms:.1f} ms, catalog pass {stats.catalog_pass_ms:.1f} ms)"
     )
     if result.dispatch:
+        backfilled = set(result.backfilled)
         table = Table(title="Dispatch", title_justify="left")
         table.add_column("JOBID", justify="right")
         table.add_column("EXEC_HOST")
+        table.add_column("")
         for d in result.dispatch:
-            table.add_row(str(d.job), " ".join(f"{n}*{h}" for h, n in d.hosts.items()))
+            table.add_row(
+                str(d.job), " ".join(f"{n}*{h}" for h, n in d.hosts.items()),
+                "backfilled" if d.job in backfilled else "",
+            )
+        console.print(table)
+    if result.reservations:
+        table = Table(title="Reservations", title_justify="left")
+        for column in ("JOBID", "START", "END", "HOSTS"):
+            table.add_column(column)
+        for r in result.reservations:
+            table.add_row(
+                str(r.job), clock(r.start), "never" if r.end == math.inf else clock(r.end),
+                " ".join(f"{n}*{h}" for h, n in r.hosts.items()),
+            )
         console.print(table)
     if result.pending:
         table = Table(title="Pending", title_justify="left")

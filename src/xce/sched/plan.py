@@ -161,6 +161,22 @@ class Plan:
         on = {names[i]: hosts[i] for i in sorted(hosts, key=names.__getitem__)}
         return Reservation(job=job, start=start, hosts=on, end=end)
 
+    def waits_for(self, hosts: dict[int, int], start: float) -> list[tuple[int, float, str]]:
+        """The running jobs on `hosts` planned to end by `start`: (job, planned end,
+        host), by end (what a reservation waits for, for the decision trace)."""
+        found: list[tuple[int, float, str]] = []
+        running, names = self.state.running, self.cap.names
+        for index in hosts:
+            host = self.state.hosts[index]
+            if host is None:
+                continue
+            for job in host.running:
+                end = self.planned(running[job].end)
+                if end <= start:
+                    found.append((job, end, names[index]))
+        found.sort(key=lambda item: (item[1], item[0]))
+        return found
+
     def _steps_of(self, index: int) -> list[Step]:
         """A host's changes after now: its running jobs' planned ends and this
         session's changes on it so far."""

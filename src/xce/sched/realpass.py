@@ -461,10 +461,14 @@ class RealPass:
         booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
         self.reservations.append(booked)
         reason = reserved(start, self.now, booked.hosts)
+        waits = plan.waits_for(hosts, start)
+        shown = ", ".join(f"job {j} at {clock(t)} on {h}" for j, t, h in waits[:8])
+        more = f" and {len(waits) - 8} more" if len(waits) > 8 else ""
         detail = (
             f"{failure.detail}. Reserved: the earliest time at which it fits on capacity "
             f"that stays free for {self._window(bucket)} is {clock(start)} "
             f"(in {span(start - self.now)}), on {on_hosts(booked.hosts)}"
+            + (f"; it waits for the planned ends of {shown}{more}" if waits else "")
         )
         held = Failure(RESOURCE, failure.check, reason, detail)
         self.settled.append(Settled(bucket, [job], held, self._traced(job, held, "plan")))
