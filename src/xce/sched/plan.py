@@ -204,10 +204,13 @@ class Plan:
         cap, now = self.cap, self.now
         stop = now + bucket.window
         free_slots, columns = cap.free_slots, [cap.free_res[r] for r in self.res]
+        elig = bucket.eligible
+        assert isinstance(elig, Eligible)
+        usable = elig.open
         held: list[Held] = []
         for index, profile in self.profiles.items():
             free = free_slots[index]
-            if free <= 0:
+            if free <= 0 or index not in usable:
                 continue
             free_res = tuple(column[index] for column in columns)
             low, low_res = profile.lowest(free, free_res, now, stop)

@@ -46,7 +46,7 @@ def clock(time: float) -> str:
     (the live controller's), else the number of seconds (scenarios, simulations)."""
     if time >= 1e9:
         return datetime.fromtimestamp(time, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"{time:g}"
+    return str(int(time)) if float(time).is_integer() else f"{time:.1f}"
 
 
 def span(seconds: float) -> str:

@@ -1,5 +1,5 @@
-"""A job's run limit (ARCHITECTURE.md section 2a): its own, else its queue's default
-(`run_limit`, else its `max_run_limit`, as LSF's RUNLIMIT with one value), else none;
+"""A job's run limit (ARCHITECTURE.md section 2a): its own, else its queue's
+`run_limit`, else none (a queue's `max_run_limit` only caps what a job may ask for);
 and when a running job is planned to end."""
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ def run_limit(spec: JobSpec, queue: Queue | None) -> float | None:
     """Seconds the job may run (`bsub -W`, else the queue's default), None: none."""
     if spec.run_limit is not None:
         return spec.run_limit
-    if queue is None:
-        return None
-    return queue.run_limit if queue.run_limit is not None else queue.max_run_limit
+    return queue.run_limit if queue is not None else None
 
 
 def planned_end(start: float, limit: float | None, now: float) -> float:
