@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from xce.model.cluster import Catalog, HostTemplate
 from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, HostDemand, Idle, IdleResource, ResourceDemand
-from xce.policy import PolicyInput, PolicyMemory, ProvisionedHost, decide
+from xce.policy import PolicyInput, PolicyMemory, ProvisionedHost, decide, quiet_memory
 from xce.sched.capacity import Capacity
 from xce.sched.placement import (
     HostOrder,
@@ -34,7 +34,6 @@ from xce.sched.placement import (
     spread_everywhere,
 )
 from xce.sched.state import SchedulerState
-from xce.sim.driver import quiet_memory
 from xce.sim.loop import INPUT, SESSION, TIMER, EventLoop
 
 PROPS = settings(

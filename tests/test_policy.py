@@ -13,6 +13,7 @@ scheduler to see the allowance the policy sets.
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from xce.policy import (
     PolicyMemory,
     ProvisionedHost,
     decide,
+    next_due,
 )
 from xce.policy.decide import seconds
 from xce.sim.driver import Simulator
@@ -319,6 +321,100 @@ def test_maximum_lifetime_zero_means_no_limit():
     hosts = [host("c-1", joined=0, running=1)]
     actions, _ = round_(PolicyConfig(max_lifetime=0), inp(10_000_000, hosts=hosts))
     assert actions == []
+
+
+# --------------------------------------------------------------------------- timers
+# `next_due` (xce.policy.timers): when a round could decide something new with no new
+# input. The simulator wakes up then; tests/test_sim.py checks the runs.
+
+
+def test_next_due_is_when_demand_will_have_persisted():
+    config = PolicyConfig(persistence=60)
+    demand = Demand(hosts=[HostDemand(C5, 3, 0, [1])],
+                    resources=[ResourceDemand("vcs", 2, 0, [2])])
+    _, memory = round_(config, inp(1000, demand))
+    assert next_due(memory, config, [], 1000) == 1060
+    assert round_(config, inp(1059, demand), memory)[0] == []
+    assert round_(config, inp(1060, demand), memory)[0] == [
+        ("RequestHosts", C5, 3), ("RequestTokens", "vcs", 2),
+    ]
+    assert next_due(memory, config, [], 1060) == math.inf, "persisted: nothing more due"
+    _, later = round_(config, inp(1030, hosts_demand(R5, 1)), memory)
+    assert next_due(later, config, [], 1030) == 1090, "aws.r5 first seen at 1030"
+
+
+def test_next_due_is_when_a_backoff_ends():
+    _, memory = round_(BACKOFF, inp(100, hosts_demand(C5, 2), failures=[C5]))
+    assert next_due(memory, BACKOFF, [], 100) == 160
+    assert round_(BACKOFF, inp(159, hosts_demand(C5, 2)), memory)[0] == []
+    actions, memory = round_(BACKOFF, inp(160, hosts_demand(C5, 2)), memory)
+    assert actions == [("SetAllowance", C5, None), ("RequestHosts", C5, 2)]
+    assert next_due(memory, BACKOFF, [], 160) == math.inf
+
+
+def test_next_due_is_when_the_oldest_open_host_reaches_its_lifetime():
+    """Join times of the open provisioned hosts, earliest first: the first one not
+    past its lifetime yet is the next drained for its age (one past it is drained by
+    the round of now)."""
+    config = PolicyConfig(max_lifetime=1000)
+    hosts = [host("c-1", joined=100, running=1), host("c-2", joined=400, running=1)]
+    assert next_due(PolicyMemory(), config, [100.0, 400.0], 500) == 1100
+    assert round_(config, inp(1099, hosts=hosts))[0] == []
+    assert round_(config, inp(1100, hosts=hosts))[0] == [("DrainHost", "c-1")]
+    assert next_due(PolicyMemory(), config, [100.0, 400.0], 1100) == 1400
+    assert next_due(PolicyMemory(), config, [400.0], 1100) == 1400
+    assert next_due(PolicyMemory(), config, [], 500) == math.inf, "no host"
+    no_limit = PolicyConfig(max_lifetime=0)
+    assert next_due(PolicyMemory(), no_limit, [100.0], 500) == math.inf, "0: no limit"
+
+
+def test_next_due_is_the_soonest_rule_after_now():
+    memory = PolicyMemory(demand_since={C5: 1000, R5: 900}, backoff_until={C5: 1030})
+    config = PolicyConfig(persistence=60, max_lifetime=500)
+    assert next_due(memory, config, [560.0], 1000) == 1030, "the back-off ends first"
+    assert next_due(memory, config, [510.0], 1000) == 1010, "the lifetime comes first"
+    assert next_due(memory, config, [], 1030) == 1060, "aws.r5 (960) is past"
+    assert next_due(memory, config, [], 1060) == math.inf
+    assert next_due(PolicyMemory(), PolicyConfig(), [], 0) == math.inf
+
+
+@given(
+    st.fixed_dictionaries({
+        "demand": st.lists(st.tuples(st.sampled_from([C5, R5]), st.integers(0, 3)),
+                           max_size=2, unique_by=lambda d: d[0]),
+        "tokens": st.sampled_from([0.0, 2.0]),
+        "since": st.dictionaries(st.sampled_from([C5, R5, "tokens:vcs"]),
+                                 st.sampled_from([0.0, 500.0, 950.0, 1000.0])),
+        "backoff": st.dictionaries(st.sampled_from([C5, R5]),
+                                   st.sampled_from([900.0, 1000.0, 1040.0, 3000.0])),
+        "joined": st.lists(st.sampled_from([0.0, 200.0, 600.0, 990.0]), max_size=4),
+        "persistence": st.sampled_from([0.0, 60.0, 600.0]),
+        "lifetime": st.sampled_from([0.0, 100.0, 1000.0]),
+        "min_hosts": st.sampled_from([{}, {C5: 2}]),
+        "later": st.lists(st.integers(1, 4000), max_size=6),
+    })
+)
+def test_a_round_decides_the_same_until_next_due(drawn: dict[str, Any]) -> None:
+    """Whatever the memory and the (unchanging) input, a round run at any time from
+    now until before `next_due` decides what the round of now decides (reasons
+    aside): nothing that depends on time alone changes earlier."""
+    now = 1000.0
+    joined = sorted(drawn["joined"])
+    hosts = [host(f"c-{k}", joined=t, running=1) for k, t in enumerate(joined)]
+    demand = Demand(
+        hosts=[HostDemand(t, n, 0, [1]) for t, n in drawn["demand"]],
+        resources=[ResourceDemand("vcs", drawn["tokens"], 0, [2])] if drawn["tokens"] else [],
+    )
+    memory = PolicyMemory(demand_since=drawn["since"], backoff_until=drawn["backoff"])
+    config = PolicyConfig(persistence=drawn["persistence"], max_lifetime=drawn["lifetime"],
+                          min_hosts=drawn["min_hosts"])
+    due = next_due(memory, config, joined, now)
+    assert due > now
+    first, _ = round_(config, inp(now, demand, hosts=hosts), memory)
+    for step in drawn["later"]:
+        if now + step < due:
+            later, _ = round_(config, inp(now + step, demand, hosts=hosts), memory)
+            assert later == first, (now + step, due)
 
 
 # --------------------------------------------------------------------------- tokens

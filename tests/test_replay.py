@@ -165,6 +165,35 @@ def test_dropped_job_start_is_a_divergence(tmp_path):
     assert report.sessions == 2, "replay stops at the first divergence"
 
 
+def test_each_session_records_its_reservations(tmp_path):
+    """Every session line has `reservations` (FORMATS.md's session result shape; none
+    here: no reserve_depth); a recorded reservation the scheduler does not make again
+    is a divergence."""
+    path, _ = record(tmp_path, "run.jsonl")
+    lines = read_lines(path)
+    sessions = [line for line in lines if "s" in line]
+    assert sessions and all(line["reservations"] == [] for line in sessions)
+    sessions[1]["reservations"] = [{"job": 3, "start": 60.0, "hosts": {"n02": 4}, "end": 90.0}]
+    write_lines(path, lines)
+    divergence = replay(path).divergence
+    assert divergence is not None
+    assert (divergence.session, divergence.field) == (2, "reservations length")
+    assert (divergence.expected, divergence.got) == (1, 0)
+
+
+def test_a_recording_without_reservations_replays(tmp_path):
+    """Recordings made before reservations existed have no `reservations` key: replay
+    does not compare it."""
+    path, sim = record(tmp_path, "run.jsonl")
+    lines = read_lines(path)
+    for line in lines:
+        line.pop("reservations", None)
+    write_lines(path, lines)
+    report = replay(path)
+    assert report.divergence is None
+    assert report.sessions == sim.metrics.sessions
+
+
 # --------------------------------------------------------------------------- CLI
 
 

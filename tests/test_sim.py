@@ -25,6 +25,7 @@ from xce.cli.main import main
 from xce.config import load_config_text
 from xce.model.cluster import ClusterConfig
 from xce.model.events import JobFinished, JobRequeued
+from xce.model.result import SessionResult
 from xce.policy import DecommissionHost, DrainHost, RequestHosts, SetAllowance
 from xce.sim.driver import Simulator
 from xce.sim.recording import Recorder, read_recording
@@ -38,6 +39,7 @@ SUMMARY_KEYS = {
     "jobs", "skipped", "sim_seconds", "wall_seconds", "sessions", "wait_mean", "wait_p50",
     "wait_p95", "bsld_mean", "utilization", "hosts_requested", "hosts_joined",
     "hosts_reclaimed", "host_hours", "hosts_never_used", "tokens_borrowed", "token_hours",
+    "wait_max", "wait_p99", "wide_wait_max", "jobs_backfilled", "jobs_killed_at_limit",
 }
 
 
@@ -88,6 +90,15 @@ STATIC = """
 """
 
 
+STATIC_JOBS = """
+    jobs:
+      - {id: 1, submit: 0, run: 100, n: 4}
+      - {id: 2, submit: 3, run: 50, n: 4}
+      - {id: 3, submit: 5, run: 30, n: 4}
+      - {id: 4, submit: 12, run: 20, n: 2}
+"""
+
+
 def test_static_run_exact_waits(tmp_path):
     """2 hosts x 4 slots, sessions at 10 s ticks.
 
@@ -101,13 +112,7 @@ def test_static_run_exact_waits(tmp_path):
     t=100 job 1 ends, t=110 job 4 ends: no job waits, so no session (it could decide
           nothing). 5 sessions; the run ends at 110.
     """
-    jobs = workload(tmp_path, """
-        jobs:
-          - {id: 1, submit: 0, run: 100, n: 4}
-          - {id: 2, submit: 3, run: 50, n: 4}
-          - {id: 3, submit: 5, run: 30, n: 4}
-          - {id: 4, submit: 12, run: 20, n: 2}
-    """)
+    jobs = workload(tmp_path, STATIC_JOBS)
     sim, summary = simulate(cluster(STATIC), jobs)
     assert sim.metrics.started == {1: 0, 2: 10, 3: 60, 4: 90}
     assert summary["jobs"] == 4
@@ -119,6 +124,9 @@ def test_static_run_exact_waits(tmp_path):
     assert summary["wait_mean"] == pytest.approx((0 + 7 + 55 + 78) / 4)
     assert summary["wait_p50"] == 7, "nearest rank: 2nd of [0, 7, 55, 78]"
     assert summary["wait_p95"] == 78
+    assert summary["wait_p99"] == 78 and summary["wait_max"] == 78
+    assert summary["wide_wait_max"] == 78, "a quarter of 8 slots: every job is wide"
+    assert summary["jobs_killed_at_limit"] == 0, "no job has a run limit"
     bslds = [100 / 100, (7 + 50) / 50, (55 + 30) / 30, (78 + 20) / 20]
     assert summary["bsld_mean"] == pytest.approx(sum(bslds) / 4)
     busy = 4 * 100 + 4 * 50 + 4 * 30 + 2 * 20
@@ -153,6 +161,154 @@ def test_job_larger_than_the_machine_is_counted_not_dropped(tmp_path):
     assert summary["jobs"] == 3
     assert summary["too_large"] == 1, "9 slots on an 8-slot machine"
     assert summary["finished"] == 2
+
+
+# --------------------------------------------------------------------------- run limits
+
+
+LIMITED_JOBS = """
+    jobs:
+      - {id: 1, submit: 0, run: 100, n: 8, run_limit: 60}
+      - {id: 2, submit: 0, run: 50, n: 8, run_limit: 80}
+"""
+
+
+def test_a_job_past_its_run_limit_is_ended_there_and_counted(tmp_path):
+    """Both jobs take the whole machine (8 slots). Job 1 would run 100 s but its limit
+    is 60: it is ended at 60 (reason "run limit reached"), so job 2 starts at the
+    session of 60 and runs its 50 s (within its limit of 80) until 110."""
+    jobs = workload(tmp_path, LIMITED_JOBS)
+    recording = tmp_path / "run.jsonl"
+    recorder = Recorder(recording)
+    sim, summary = simulate(cluster(STATIC), jobs, recorder=recorder)
+    recorder.close()
+    assert sim.metrics.started == {1: 0, 2: 60}
+    assert summary["jobs_killed_at_limit"] == 1
+    assert summary["finished"] == 2
+    assert summary["sim_seconds"] == 110
+    assert summary["wait_max"] == 60
+    assert summary["utilization"] == pytest.approx((8 * 60 + 8 * 50) / (8 * 110))
+    ends = [(item.job, item.time, item.reason) for _line, _t, item in read_recording(recording)
+            if isinstance(item, JobFinished)]
+    assert ends == [(1, 60, "run limit reached"), (2, 110, "")]
+
+
+def test_without_enforcement_recorded_run_times_are_replayed(tmp_path):
+    """`simulation: {enforce_run_limits: false}`: job 1 runs its recorded 100 s."""
+    jobs = workload(tmp_path, LIMITED_JOBS)
+    config = cluster(STATIC + "    simulation: {enforce_run_limits: false}\n")
+    assert not config.simulation.enforce_run_limits
+    sim, summary = simulate(config, jobs)
+    assert sim.metrics.started == {1: 0, 2: 100}
+    assert summary["jobs_killed_at_limit"] == 0
+    assert summary["sim_seconds"] == 150
+
+
+def test_the_queue_run_limit_is_the_default_limit(tmp_path):
+    """A job without a limit of its own gets its queue's `run_limit` (effective limit,
+    `xce.sched.runlimit.run_limit`); its own limit wins over the queue's."""
+    config = cluster("""
+        cluster: limits
+        session_interval: 10
+        hosts:
+          - {name: n01, slots: 4}
+        queues:
+          - {name: normal, priority: 30, run_limit: 40}
+    """)
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 100, n: 4}
+          - {id: 2, submit: 0, run: 100, n: 4, run_limit: 70}
+          - {id: 3, submit: 0, run: 30, n: 4}
+    """)
+    sim, summary = simulate(config, jobs)
+    # job 1 ended at 40 (the queue's limit), job 2 at 40 + 70, job 3 ran its 30 s
+    assert sim.metrics.started == {1: 0, 2: 40, 3: 110}
+    assert summary["jobs_killed_at_limit"] == 2
+    assert summary["sim_seconds"] == 140
+
+
+def test_an_swf_requested_time_is_the_run_limit(tmp_path):
+    """SWF field 9 (requested time) is the job's limit: job 1 ran 100 s of 60
+    requested and is ended at 60; job 2 (requested -1: none) runs its 50 s."""
+    path = tmp_path / "t.swf"
+    path.write_text(
+        "; MaxProcs: 4\n"
+        "1 0 0 100 4 -1 -1 4 60 -1 1 1 1 -1 1 -1 -1 -1\n"
+        "2 5 0 50 4 -1 -1 4 -1 -1 1 1 1 -1 1 -1 -1 -1\n"
+    )
+    jobs = load_workload(path)
+    sim, summary = simulate(sized_cluster(jobs), jobs)
+    assert sim.metrics.started == {1: 0, 2: 60}
+    assert summary["jobs_killed_at_limit"] == 1
+
+
+# --------------------------------------------------------------------------- waits
+
+
+def test_longest_waits_and_the_longest_wait_of_wide_jobs(tmp_path):
+    """2 hosts x 64 slots (128): wide jobs use at least 32. Jobs 1-100 (1 slot, 10 s)
+    start at 0; job 101 (128 slots) waits for them, starts at 10 (wait 10) and runs
+    until 110; job 102 (1 slot, submitted at 5) comes after it and starts at 110
+    (wait 105). Waits: 100 x 0, 10, 105.
+
+    wait_p99 is the nearest rank ceil(0.99 x 102) = 101st: 10; wait_max 105;
+    wide_wait_max 10 (job 102 is not wide)."""
+    config = cluster("""
+        cluster: wide
+        session_interval: 10
+        hosts:
+          - {name: "n[01-02]", slots: 64}
+        queues: [{name: normal, priority: 30}]
+    """)
+    jobs = workload(tmp_path, """
+        jobs:
+          - {ids: "1-100", submit: 0, run: 10, n: 1}
+          - {id: 101, submit: 0, run: 100, n: 128}
+          - {id: 102, submit: 5, run: 10, n: 1}
+    """)
+    sim, summary = simulate(config, jobs)
+    assert sim.metrics.started[101] == 10 and sim.metrics.started[102] == 110
+    assert summary["wait_p95"] == 0
+    assert summary["wait_p99"] == 10
+    assert summary["wait_max"] == 105
+    assert summary["wide_wait_max"] == 10
+    assert summary["jobs_backfilled"] == 0
+
+
+def test_wide_jobs_without_static_hosts_are_a_quarter_of_the_catalog(tmp_path):
+    """No static hosts: the machine is the most the catalog could provide (4 hosts x 4
+    slots): a job of 4 slots or more is wide."""
+    config = cluster(ELASTIC.replace("    hosts:\n      - {name: n01, slots: 4}\n", ""))
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 100, n: 2}
+          - {id: 2, submit: 0, run: 100, n: 4}
+    """)
+    sim, summary = simulate(config, jobs)
+    assert sim.metrics.wide_slots == 4
+    assert sim.metrics.started == {1: 140, 2: 140}, "both on cloud hosts joined at 140"
+    assert summary["wide_wait_max"] == 140 and summary["wait_max"] == 140
+
+
+def test_jobs_backfilled_counts_distinct_jobs_of_the_sessions(tmp_path, monkeypatch):
+    """`jobs_backfilled`: the distinct jobs the sessions reported in `backfilled` (here
+    the core's output is faked: every session reports its dispatches of jobs 2 and 3,
+    twice)."""
+    from xce.sim import driver
+
+    if not driver.__file__.endswith(".py"):
+        pytest.skip("the simulator is compiled: its globals cannot be replaced")
+    real = driver.run_session
+
+    def with_backfill(*args: Any) -> SessionResult:
+        result = real(*args)
+        result.backfilled = [d.job for d in result.dispatch if d.job in (2, 3)] * 2
+        return result
+
+    monkeypatch.setattr(driver, "run_session", with_backfill)
+    _, summary = simulate(cluster(STATIC), workload(tmp_path, STATIC_JOBS))
+    assert summary["jobs_backfilled"] == 2
 
 
 # --------------------------------------------------------------------------- elastic
@@ -339,6 +495,35 @@ def test_provider_capacity_cap_fails_hosts_and_backs_off(tmp_path):
     assert summary["hosts_failed"] == 5
     assert summary["hosts_joined"] == 1
     assert summary["finished"] == 3
+
+
+def test_a_host_is_drained_at_its_maximum_lifetime_after_an_older_one_was(tmp_path):
+    """Maximum lifetime 500 s: cloud-1 (joined 140) is drained at 640 and cloud-2
+    (joined 440) at 940, each while busy, with no other input at either time: the
+    policy's timer (`xce.policy.timers.next_due`) counts from the oldest host not yet
+    drained. Each is given back when its job ends (2140, 2440).
+
+    t=0   job 1 fills n01 (until 1000); job 2 needs a cloud host: requested at 20
+          (persistence), joins at 140, runs until 2140.
+    t=300 job 3 likewise: requested at 320, joins at 440, runs until 2440."""
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 1000, n: 4}
+          - {id: 2, submit: 0, run: 2000, n: 4}
+          - {id: 3, submit: 300, run: 2000, n: 4}
+    """)
+    config = ELASTIC.replace("policy: {persistence: 20}",
+                             "policy: {persistence: 20, max_lifetime: 500}")
+    sim, _summary = simulate(cluster(config), jobs)
+    assert sim.metrics.started == {1: 0, 2: 140, 3: 440}
+    assert log_of(sim) == [
+        (20, "RequestHosts", "cloud", 1),
+        (320, "RequestHosts", "cloud", 1),
+        (640, "DrainHost", "cloud-1", None),
+        (940, "DrainHost", "cloud-2", None),
+        (2140, "DecommissionHost", "cloud-1", None),
+        (2440, "DecommissionHost", "cloud-2", None),
+    ]
 
 
 # --------------------------------------------------------------------------- tokens
@@ -571,3 +756,77 @@ def test_cli_sim_cluster_prints_a_loadable_cluster(tmp_path):
     config = load_config_text(result.output, "printed.yaml")
     assert sum(h.slots for h in config.hosts) == 3
     assert [(t.name, t.max, t.slots) for t in config.catalog.templates] == [("cloud", 3, 1)]
+
+
+def test_cli_sim_run_enforces_run_limits_unless_told_not_to(tmp_path):
+    (tmp_path / "cluster.yaml").write_text(textwrap.dedent(STATIC))
+    path = tmp_path / "jobs.yaml"
+    path.write_text(textwrap.dedent(LIMITED_JOBS))
+    args = ["sim", "run", str(tmp_path / "cluster.yaml"), "--workload", str(path), "--json"]
+    killed = {}
+    for extra in ([], ["--no-enforce-limits"], ["--enforce-limits"]):
+        result = CliRunner().invoke(main, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        killed[" ".join(extra)] = json.loads(result.output)["jobs_killed_at_limit"]
+    assert killed == {"": 1, "--no-enforce-limits": 0, "--enforce-limits": 1}
+
+
+def test_cli_sim_run_plan_options_change_the_cluster(tmp_path, monkeypatch):
+    """`--reserve-depth N`, `--backfill` (every queue) and `--no-enforce-limits` try
+    a policy without editing the cluster file: the simulator gets the cluster so
+    changed (and without them, the file's)."""
+    from xce.cli import sim_cmd
+
+    seen: list[ClusterConfig] = []
+
+    def watched(config: ClusterConfig, *args: Any, **kwargs: Any) -> Simulator:
+        seen.append(config)
+        return Simulator(config, *args, **kwargs)
+
+    monkeypatch.setattr(sim_cmd, "Simulator", watched)  # (the CLI is not compiled)
+    (tmp_path / "cluster.yaml").write_text(textwrap.dedent(STATIC).replace(
+        "queues: [{name: normal, priority: 30}]",
+        "queues: [{name: normal, priority: 30}, {name: low, priority: 10}]"))
+    path = tmp_path / "jobs.yaml"
+    path.write_text(textwrap.dedent(LIMITED_JOBS))
+    args = ["sim", "run", str(tmp_path / "cluster.yaml"), "--workload", str(path), "--json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(
+        main, [*args, "--reserve-depth", "3", "--backfill", "--no-enforce-limits"]
+    )
+    assert result.exit_code == 0, result.output
+    plain, changed = seen
+    assert (plain.reserve_depth, [q.backfill for q in plain.queues]) == (0, [False, False])
+    assert plain.simulation.enforce_run_limits
+    assert changed.reserve_depth == 3
+    assert [q.backfill for q in changed.queues] == [True, True]
+    assert not changed.simulation.enforce_run_limits
+    assert changed.hosts == plain.hosts and [q.name for q in changed.queues] == ["normal", "low"]
+
+
+def test_cli_sim_cluster_prints_the_plan_options(tmp_path):
+    path = tmp_path / "jobs.yaml"
+    path.write_text("jobs:\n  - {id: 1, submit: 0, run: 10, n: 6}\n")
+    result = CliRunner().invoke(main, [
+        "sim", "cluster", "--workload", str(path), "--reserve-depth", "1", "--backfill",
+        "--no-enforce-limits",
+    ])
+    assert result.exit_code == 0, result.output
+    config = load_config_text(result.output, "printed.yaml")
+    assert config.reserve_depth == 1
+    assert [q.backfill for q in config.queues] == [True]
+    assert not config.simulation.enforce_run_limits
+
+
+@pytest.mark.parametrize("value", ["-1", "x", "1.5"])
+def test_cli_sim_run_bad_reserve_depth_is_one_line(tmp_path, value):
+    path = tmp_path / "jobs.yaml"
+    path.write_text("jobs:\n  - {id: 1, submit: 0, run: 10, n: 1}\n")
+    result = CliRunner().invoke(
+        main, ["sim", "run", "--workload", str(path), "--reserve-depth", value, "--json"]
+    )
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: --reserve-depth: expected a whole number >= 0, got '{value}'\n"
+    )

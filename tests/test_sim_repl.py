@@ -14,6 +14,7 @@ from xce.cli.main import main
 from xce.config import load_config, load_config_text
 from xce.model.events import JobFinished, JobStarted, JobSubmitted, SupplyChanged
 from xce.model.jobs import JobSpec
+from xce.model.result import Reservation
 from xce.sched import SchedulerState, run_session
 from xce.sched.rebuild import state_events
 from xce.sim.driver import Simulator
@@ -263,3 +264,34 @@ def test_times() -> None:
     assert show_time(59) == "t=59"
     assert show_time(90061) == "t=90061 (1d1h1m1s)"
     assert show_time(12.5) == "t=12.5"
+
+
+def test_info_jobs_pending_shows_expected_starts(files: tuple[Path, Path]) -> None:
+    """Pending jobs with a reservation in the last session show when they are expected
+    to start (the session result's `reservations`; here put there by hand), grouped
+    by reason and start; `why` says where. Without reservations the table has no
+    such column (test_script)."""
+    sim = simulator(files)
+    out = io.StringIO()
+    console = Console(file=out, width=160)
+    shell = Repl(sim, console, console)
+    shell.execute("run for 1h")
+    result = sim.last_result
+    assert result is not None and result.reservations == []
+    result.reservations = [
+        Reservation(job=2, start=5400.0, hosts={"n1": 4}, end=6000.0),
+        Reservation(job=3, start=3900.0, hosts={"cloud-1": 4}, virtual=True),
+    ]
+    out.truncate(0)
+    out.seek(0)
+    shell.execute("info jobs pending")
+    shell.execute("why 3")
+    assert shell.failed == 0, out.getvalue()
+    reason = "Waiting for provisioning: fits on template cloud (2 new hosts requested this session)"
+    table = rows(out.getvalue())
+    assert "EXPECTED START" in out.getvalue()
+    assert table[:2] == [  # in scheduling order
+        ["2", "1", reason, "5400 (1h30m)"],
+        ["3", "1", reason, "3900 (1h5m) virtual"],
+    ]
+    assert "  expected start: 3900 (1h5m) virtual on 4*cloud-1" in lines(out.getvalue())

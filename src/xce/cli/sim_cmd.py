@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 import msgspec
@@ -46,6 +46,44 @@ def _cluster(cluster: str | None, workload: Workload, elastic: float | None) -> 
         return load_config(cluster)
     except ConfigError as err:
         raise click.ClickException(str(err)) from err
+
+
+class OptionError(click.UsageError):
+    """A bad option value: shown on one line, `Error: --option: message` (status 2)."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"Error: {self.format_message()}", err=True, file=file)
+
+
+def _reserve_depth(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    del ctx, param
+    if value is None:
+        return None
+    try:
+        depth = int(value)
+    except ValueError:
+        depth = -1
+    if depth < 0:
+        raise OptionError(f"--reserve-depth: expected a whole number >= 0, got {value!r}")
+    return depth
+
+
+def _plan_options(config: ClusterConfig, reserve_depth: int | None, backfill: bool,
+                  enforce_limits: bool | None) -> ClusterConfig:
+    """The cluster with the plan options of the command line applied (ARCHITECTURE.md
+    2a): `--reserve-depth`, `--backfill` (on every queue), `--[no-]enforce-limits`."""
+    changes: dict[str, Any] = {}
+    if reserve_depth is not None:
+        changes["reserve_depth"] = reserve_depth
+    if backfill:
+        changes["queues"] = tuple(
+            msgspec.structs.replace(queue, backfill=True) for queue in config.queues
+        )
+    if enforce_limits is not None:
+        changes["simulation"] = msgspec.structs.replace(
+            config.simulation, enforce_run_limits=enforce_limits
+        )
+    return msgspec.structs.replace(config, **changes) if changes else config
 
 
 def _provider_kinds(cluster: str | None, config: ClusterConfig,
@@ -93,6 +131,15 @@ def workload_options(f: click.decorators.FC) -> click.decorators.FC:
                      help="Size the cluster from the trace with this fraction of hosts "
                           "as a cloud template (no CLUSTER file)."),
         click.option("--seed", type=int, help="Seed of the provider models."),
+        click.option("--reserve-depth", metavar="N", callback=_reserve_depth,
+                     help="Give up to N blocked jobs a reservation per session (the "
+                          "cluster's reserve_depth)."),
+        click.option("--backfill", is_flag=True,
+                     help="Let every queue's jobs fill holes before reservations "
+                          "(backfill: true on every queue)."),
+        click.option("--enforce-limits/--no-enforce-limits", default=None,
+                     help="End a job at its run limit (default: simulation."
+                          "enforce_run_limits, true) or replay recorded run times."),
     ]):
         f = option(f)
     return f
@@ -107,11 +154,13 @@ def workload_options(f: click.decorators.FC) -> click.decorators.FC:
 @click.option("--report", type=click.Path(file_okay=False), help="Write a report directory.")
 def run(cluster: str | None, workload_path: str, start: float | None, end: float | None,
         first: int | None, load: float, elastic: float | None, seed: int | None,
+        reserve_depth: int | None, backfill: bool, enforce_limits: bool | None,
         providers_path: str | None, as_json: bool, record: str | None,
         report: str | None) -> None:
     """Simulate WORKLOAD on CLUSTER (default: a cluster sized from the trace)."""
     workload = _workload(workload_path, start, end, first, load)
-    config = _cluster(cluster, workload, elastic)
+    config = _plan_options(_cluster(cluster, workload, elastic), reserve_depth, backfill,
+                           enforce_limits)
     kinds = _provider_kinds(cluster, config, providers_path)
     recorder = Recorder(record) if record else None
     simulator = _simulator(config, workload, kinds, seed, recorder, reasons=False)
@@ -186,13 +235,15 @@ def replay(recording: str) -> None:
 @providers_option
 def repl(cluster: str | None, workload_path: str, start: float | None, end: float | None,
          first: int | None, load: float, elastic: float | None, seed: int | None,
+         reserve_depth: int | None, backfill: bool, enforce_limits: bool | None,
          providers_path: str | None) -> None:
     """Explore a simulation of WORKLOAD on CLUSTER at a prompt (commands from stdin
     when it is not a terminal; see docs/simulator.md)."""
     from xce.sim.repl import run_repl
 
     workload = _workload(workload_path, start, end, first, load)
-    config = _cluster(cluster, workload, elastic)
+    config = _plan_options(_cluster(cluster, workload, elastic), reserve_depth, backfill,
+                           enforce_limits)
     kinds = _provider_kinds(cluster, config, providers_path)
     status = run_repl(_simulator(config, workload, kinds, seed))
     if status:
@@ -202,12 +253,15 @@ def repl(cluster: str | None, workload_path: str, start: float | None, end: floa
 @sim.command("cluster")
 @workload_options
 def cluster_cmd(workload_path: str, start: float | None, end: float | None, first: int | None,
-                load: float, elastic: float | None, seed: int | None) -> None:
+                load: float, elastic: float | None, seed: int | None,
+                reserve_depth: int | None, backfill: bool,
+                enforce_limits: bool | None) -> None:
     """Print a cluster file sized from WORKLOAD's header (to edit and reuse)."""
     import yaml
 
     workload = _workload(workload_path, start, end, first, load)
-    config = sized_cluster(workload, elastic=elastic or 0.0)
+    config = _plan_options(sized_cluster(workload, elastic=elastic or 0.0), reserve_depth,
+                           backfill, enforce_limits)
     del seed
     click.echo(yaml.safe_dump(_cluster_yaml(config), sort_keys=False))
 
@@ -222,7 +276,12 @@ def _cluster_yaml(config: ClusterConfig) -> dict[str, object]:
         width = len(hosts[-1].name) - 1
         out["hosts"] = [{"name": f"n[{1:0{width}d}-{len(hosts):0{width}d}]",
                          "slots": hosts[0].slots}]
-    out["queues"] = [{"name": q.name, "priority": q.priority} for q in config.queues]
+    if config.reserve_depth:
+        out["reserve_depth"] = config.reserve_depth
+    out["queues"] = [
+        {"name": q.name, "priority": q.priority, **({"backfill": True} if q.backfill else {})}
+        for q in config.queues
+    ]
     if config.catalog.templates:
         out["catalog"] = {
             "idle_time": config.catalog.idle_time,
@@ -237,4 +296,8 @@ def _cluster_yaml(config: ClusterConfig) -> dict[str, object]:
                 for name, model in config.simulation.providers.items()
             }
         }
+    if not config.simulation.enforce_run_limits:
+        simulation = out.setdefault("simulation", {})
+        assert isinstance(simulation, dict)
+        simulation["enforce_run_limits"] = False
     return out

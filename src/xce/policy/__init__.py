@@ -1,5 +1,6 @@
 """The provisioning policy: pure decisions from demand, idle supply and the state of
-requests. The simulator and the live provisioner run this same code."""
+requests, and when they fall due (`next_due`). The simulator and the live provisioner
+run this same code."""
 
 from xce.policy.actions import (
     Action,
@@ -10,7 +11,8 @@ from xce.policy.actions import (
     ReturnTokens,
     SetAllowance,
 )
-from xce.policy.decide import PolicyInput, PolicyMemory, ProvisionedHost, decide
+from xce.policy.decide import PolicyInput, PolicyMemory, ProvisionedHost, decide, quiet_memory
+from xce.policy.timers import next_due
 
 __all__ = [
     "Action",
@@ -24,4 +26,6 @@ __all__ = [
     "ReturnTokens",
     "SetAllowance",
     "decide",
+    "next_due",
+    "quiet_memory",
 ]

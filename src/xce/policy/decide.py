@@ -6,6 +6,8 @@ policy remembers between rounds is `PolicyMemory`, returned anew each round.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 
 from xce.model.cluster import Catalog
@@ -150,6 +152,45 @@ def decide(
             ReturnTokens(res_idle.resource, res_idle.amount, "borrowed tokens idle")
         )
     return actions, PolicyMemory(demand_since, backoff_until, backoff_delay)
+
+
+def quiet_memory(
+    demand: Demand,
+    idle: Idle,
+    memory: PolicyMemory,
+    policy: PolicyConfig,
+    in_flight: Mapping[str, int],
+    alive: Mapping[str, int],
+    joined: list[str],
+) -> PolicyMemory | None:
+    """When a round could decide nothing, the memory `decide` would return; else None
+    (run the round). A driver may skip such rounds: the simulator does, for speed.
+
+    Precondition (the caller's): no failures, no idle host, and every provisioned
+    host the round is given is not open (`ok`) and not closed with nothing running,
+    so that none is drained or decommissioned. Then the round decides nothing when
+    there is no demand to count, no back-off to end, no minimum to keep and no idle
+    tokens.
+
+    `decide` on the same input returns no action and this memory
+    (tests/test_perf_sim.py checks it against `decide`)."""
+    if memory.backoff_until or idle.resources:
+        return None
+    for entry in demand.hosts:
+        if entry.count > 0:
+            return None
+    for res in demand.resources:
+        if res.amount > 0:
+            return None
+    for name, minimum in policy.min_hosts.items():
+        if alive.get(name, 0) + in_flight.get(name, 0) < minimum:
+            return None
+    delay = memory.backoff_delay
+    if joined and any(template in delay for template in joined):
+        delay = {t: d for t, d in delay.items() if t not in joined}
+    elif not memory.demand_since:
+        return memory
+    return PolicyMemory({}, {}, dict(delay))
 
 
 def _template_max(catalog: Catalog, name: str) -> int:

@@ -124,9 +124,9 @@ class Bucket:
         self.queue = queue
         self.req = req
         self.n = key[1]
-        # Its jobs' run limit (inf: none), and how long a job of it must find capacity
-        # free to start now: its limit in a queue that backfills, forever otherwise
-        # (ARCHITECTURE.md section 2a).
+        # Its jobs' run limit (inf: none, or no plan: see SchedulerState._bucket_for),
+        # and how long a job of it must find capacity free to start now: its limit in
+        # a queue that backfills, forever otherwise (ARCHITECTURE.md section 2a).
         self.limit = key[3]
         self.window = key[3] if queue.backfill else math.inf
         self.per_slot = per_slot  # host consumables, per slot (amount > 0)

@@ -4,6 +4,7 @@ unused for at least their idle time."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from xce.model.result import Dispatch, Idle, IdleHost, IdleResource
 from xce.sched.capacity import Capacity
@@ -54,12 +55,13 @@ def _idle_hosts(
         hosts.sort(key=lambda h: h.host)
 
 
-def idle_due(state: SchedulerState, now: float) -> float:
+def idle_due(state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = ()) -> float:
     """When the next idle threshold falls due after `now` (inf: none): an open idle
     provisioned host reaching its template's idle time (a host that went idle at
-    `now` with an idle time of 0 is due now), or, while tokens are borrowed, a
-    countable pool's idle time from now."""
+    `now` with an idle time of 0 is due now; a host given work in `dispatch` is not
+    idle), or, while tokens are borrowed, a countable pool's idle time from now."""
     due = math.inf
+    busy = {name for d in dispatch for name in d.hosts} if dispatch else None
     idle_times = state.idle_times
     if state.idle_in_order:
         # Hosts are in order of idle time: per template, the first open one that is
@@ -70,7 +72,7 @@ def idle_due(state: SchedulerState, now: float) -> float:
             template = host.template
             if host.state == OPEN_STATE and template is not None and (
                 seen is None or template not in seen
-            ):
+            ) and (busy is None or host.name not in busy):
                 at = host.idle_since + idle_times[template]
                 if at > now or host.idle_since == now:
                     if at < due:
@@ -83,7 +85,9 @@ def idle_due(state: SchedulerState, now: float) -> float:
                         break
     else:
         for host in state.idle_provisioned.values():
-            if host.state == OPEN_STATE and host.template is not None:
+            if host.state == OPEN_STATE and host.template is not None and (
+                busy is None or host.name not in busy
+            ):
                 at = host.idle_since + idle_times[host.template]
                 if (at > now or host.idle_since == now) and at < due:
                     due = at

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Final
 
 from xce.resreq import Select
@@ -45,8 +44,28 @@ def clock(time: float) -> str:
     """A time on the session's clock: a UTC date and minute when it is an epoch time
     (the live controller's), else the number of seconds (scenarios, simulations)."""
     if time >= 1e9:
-        return datetime.fromtimestamp(time, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+        minutes = int(time // 60)
+        year, month, day = civil_date(minutes // 1440)
+        hour, minute = divmod(minutes % 1440, 60)
+        return f"{year:04d}-{month:02d}-{day:02d} {hour:02d}:{minute:02d} UTC"
     return str(int(time)) if float(time).is_integer() else f"{time:.1f}"
+
+
+def civil_date(days: int) -> tuple[int, int, int]:
+    """(year, month, day) of a day number since 1970-01-01 in the proleptic Gregorian
+    calendar (H. Hinnant's civil_from_days: the core reads no clock and imports no
+    datetime)."""
+    days += 719468
+    era = days // 146097
+    day_of_era = days - era * 146097
+    year_of_era = (
+        day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146096
+    ) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    month_index = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * month_index + 2) // 5 + 1
+    month = month_index + 3 if month_index < 10 else month_index - 9
+    return year_of_era + era * 400 + (1 if month <= 2 else 0), month, day
 
 
 def span(seconds: float) -> str:

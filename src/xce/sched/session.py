@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from xce.model.result import (
     Demand,
+    Dispatch,
     PendGroup,
     Reservation,
     SessionResult,
@@ -62,7 +63,7 @@ def run_session(
         trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
         pending.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))
     idle = idle_supply(state, now, real.dispatch, cap)
-    due = next_due(state, now, real.reservations)
+    due = next_due(state, now, real.dispatch, real.reservations)
     ended = timer() if timer is not None else 0.0
     stats = SessionStats(
         pending=len(state.pending) + len(state.held) - len(real.dispatch),
@@ -79,12 +80,15 @@ def run_session(
     )
 
 
-def next_due(state: SchedulerState, now: float, reservations: list[Reservation]) -> float:
+def next_due(
+    state: SchedulerState, now: float, dispatch: list[Dispatch],
+    reservations: list[Reservation],
+) -> float:
     """The earliest time after `now` at which a session could decide otherwise with no
     new event (inf: none): an idle provisioned host or borrowed tokens reaching their
     idle time and, while jobs hold reservations, a running job reaching its planned
     end (the plan moves when it runs past it) or a reservation's start."""
-    due = idle_due(state, now)
+    due = idle_due(state, now, dispatch)
     if reservations:
         ends = state.ends
         at = bisect_right(ends, (now, math.inf))

@@ -564,7 +564,9 @@ class SchedulerState:
             )
 
     def _bucket_for(self, spec: JobSpec) -> Bucket:
-        limit = run_limit(spec, self.queues[spec.queue])
+        # The run limit makes twins only where a plan reads it: without reservations
+        # jobs alike but for their limits stay one bucket (today's decisions exactly).
+        limit = run_limit(spec, self.queues[spec.queue]) if self.config.reserve_depth else None
         key: BucketKey = (spec.queue, spec.n, spec.res, math.inf if limit is None else limit)
         bucket = self.buckets.get(key)
         if bucket is None:
@@ -668,7 +670,10 @@ class SchedulerState:
                 self._pool(res, pools[res]) if res in pools else self._infer_pool(res, placed)
             )
         self._dequeue(job_id)
-        run = RunningJob(job.spec, job.key, placed, chosen, time, time + bucket.limit)
+        limit = run_limit(job.spec, bucket.queue)
+        run = RunningJob(
+            job.spec, job.key, placed, chosen, time, math.inf if limit is None else time + limit
+        )
         if run.end != math.inf:
             insort(self.ends, (run.end, job_id))
         if bucket.per_slot:  # (else the empty ones it was made with)

@@ -3,8 +3,12 @@
 It feeds the scheduler exactly the events the live controller does (`xce.model.events`),
 runs a session at the next session tick after any input changed or a timer fell due
 (sessions where nothing changed are not run at all: they could not decide anything
-new), applies the session's dispatches, and runs the provisioning policy
-(`xce.policy.decide`) on the session's demand and idle supply.
+new), applies the session's dispatches (each job ends after its recorded run time, or
+at its run limit when `simulation.enforce_run_limits` says so), and runs the
+provisioning policy (`xce.policy.decide`) on the session's demand and idle supply.
+
+Timers are not decided here: the session result's `next_due` (the scheduler's) and
+`xce.policy.timers.next_due` (the policy's) say when the next wake-up is due.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ import time as wallclock
 from collections.abc import Callable, Mapping
 from functools import partial
 from itertools import groupby
-from typing import Any
+from typing import Any, Final
 
-from xce.model.cluster import Catalog, ClusterConfig, HostTemplate
+from xce.model.cluster import Catalog, ClusterConfig, HostTemplate, Queue
 from xce.model.events import (
     ConfigLoaded,
     Event,
@@ -32,7 +36,7 @@ from xce.model.events import (
 )
 from xce.model.jobs import JobSpec
 from xce.model.policy import PolicyConfig, ProviderModel, TokenModel
-from xce.model.result import Demand, Idle, SessionResult
+from xce.model.result import SessionResult
 from xce.policy import (
     Action,
     DecommissionHost,
@@ -45,54 +49,23 @@ from xce.policy import (
     ReturnTokens,
     SetAllowance,
 )
-from xce.policy.decide import decide  # the function (the package also has a module so named)
+from xce.policy.decide import decide, quiet_memory  # (functions; also a module `decide`)
+from xce.policy.timers import due_at
 from xce.sched import SchedulerState, run_session
 from xce.sched.admission import oversize
+from xce.sched.idle import idle_due
 from xce.sched.loss import lost_job
+from xce.sched.runlimit import run_limit
 from xce.sim.loop import SESSION, TIMER, EventLoop
 from xce.sim.metrics import Metrics
 from xce.sim.providers import HostProvider, TokenPool
 from xce.sim.recording import Recorder
 from xce.sim.workload import Workload, WorkloadJob
 
-
-def quiet_memory(
-    demand: Demand,
-    idle: Idle,
-    memory: PolicyMemory,
-    policy: PolicyConfig,
-    in_flight: Mapping[str, int],
-    alive: Mapping[str, int],
-    joined: list[str],
-) -> PolicyMemory | None:
-    """When a policy round could decide nothing, the memory `decide` would return;
-    else None (run the round).
-
-    Precondition (the caller's): no failures, no idle host, and every provisioned
-    host the round is given is not open (`ok`) and not closed with nothing running,
-    so that none is drained or decommissioned. Then the round decides nothing when
-    there is no demand to count, no back-off to end, no minimum to keep and no idle
-    tokens.
-
-    The simulator skips such rounds; `decide` on the same input returns no action and
-    this memory (tests/test_perf_sim.py checks it against `decide`)."""
-    if memory.backoff_until or idle.resources:
-        return None
-    for entry in demand.hosts:
-        if entry.count > 0:
-            return None
-    for res in demand.resources:
-        if res.amount > 0:
-            return None
-    for name, minimum in policy.min_hosts.items():
-        if alive.get(name, 0) + in_flight.get(name, 0) < minimum:
-            return None
-    delay = memory.backoff_delay
-    if joined and any(template in delay for template in joined):
-        delay = {t: d for t, d in delay.items() if t not in joined}
-    elif not memory.demand_since:
-        return memory
-    return PolicyMemory({}, {}, dict(delay))
+NEVER: Final = math.inf
+# A job ended at its run limit, as the live controller ends it (TERM first).
+LIMIT_REASON: Final = "run limit reached"
+LIMIT_SIGNAL: Final = 15
 
 
 class Simulator:
@@ -168,12 +141,23 @@ class Simulator:
         self._session_at: float | None = None
         self._last_session = -math.inf
         self._timer_at: float | None = None
+        self._core_due = NEVER  # the last session's next_due (the scheduler's timers)
         self._specs: dict[int, WorkloadJob] = {}
+        # job -> how long it runs here: its recorded run time, or its run limit when
+        # that is shorter and limits are enforced (those jobs are in `_cut`)
+        self._runs: dict[int, float] = {}
+        self._cut: set[int] = set()
+        self._enforce = config.simulation.enforce_run_limits
+        self._queue_of: dict[str, Queue] = {q.name: q for q in config.queues}
         self._capacity_changes: list[tuple[float, float]] = []  # (time, +/- slots)
         self._token_clock = 0.0
         self._apply(ConfigLoaded(config=config))
         self._static_slots = sum(h.slots for h in config.hosts)
         self._static_hosts = len(config.hosts)
+        # Wide jobs use at least a quarter of the machine: the static hosts' slots, or
+        # without static hosts the most the catalog could provide.
+        machine = self._static_slots or sum(t.max * t.slots for t in config.catalog.templates)
+        self.metrics.wide_slots = machine / 4
         self._capacity_changes.append((0.0, float(self._static_slots)))
         hosts = self.state.live_hosts()
         self._first_queue = config.queues[0].name
@@ -261,13 +245,20 @@ class Simulator:
     def _arrive(self, index: int) -> None:
         job = self._arrivals[index]
         queue = job.queue
-        self._submit(
-            JobSpec(
-                id=job.id, user=job.user or "nobody",
-                queue=queue if queue in self._queues else self._first_queue,
-                n=job.procs, res=job.res, submit=job.submit, run=job.run,
-            )
+        spec = JobSpec(
+            id=job.id, user=job.user or "nobody",
+            queue=queue if queue in self._queues else self._first_queue,
+            n=job.procs, res=job.res, submit=job.submit, run=job.run,
+            run_limit=job.run_limit,
         )
+        run = job.run
+        if self._enforce:
+            limit = run_limit(spec, self._queue_of[spec.queue])
+            if limit is not None and run > limit:
+                run = limit
+                self._cut.add(job.id)
+        self._runs[job.id] = run
+        self._submit(spec)
 
     def _submit(self, spec: JobSpec) -> None:
         self._apply(JobSubmitted(job=spec))
@@ -279,7 +270,13 @@ class Simulator:
         if self._run_gen.get(job) != generation:
             return  # requeued meanwhile
         del self._run_gen[job]
-        self._apply(JobFinished(job=job, time=self.now))
+        if self._cut and job in self._cut:  # ended at its run limit
+            self._cut.discard(job)
+            self.metrics.jobs_killed_at_limit += 1
+            self._apply(JobFinished(job=job, time=self.now, signal=LIMIT_SIGNAL,
+                                    reason=LIMIT_REASON))
+        else:
+            self._apply(JobFinished(job=job, time=self.now))
         self.metrics.finish(job, self.now)
         self._freed()
 
@@ -302,11 +299,12 @@ class Simulator:
         result = run_session(self.state, tick, self.timer, self.reasons)
         self.metrics.sessions += 1
         self.last_result = result
+        self._core_due = result.next_due
         if self.recorder is not None:
             self.recorder.session(tick, result)
         if result.dispatch:
             started, used_hosts, run_gen = self.metrics.started, self.used_hosts, self._run_gen
-            specs, loop, finish = self._specs, self.loop, self._finish
+            runs, loop, finish = self._runs, self.loop, self._finish
             for d in result.dispatch:
                 job = d.job
                 self._apply(JobStarted(job=job, hosts=d.hosts, time=tick, pools=d.pools))
@@ -314,7 +312,9 @@ class Simulator:
                 used_hosts.update(d.hosts)
                 generation = run_gen.get(job, 0) + 1
                 run_gen[job] = generation
-                loop.at(tick + specs[job].run, partial(finish, job, generation))
+                loop.at(tick + runs[job], partial(finish, job, generation))
+        if result.backfilled:
+            self.metrics.backfilled.update(result.backfilled)
         self._policy_round(result)
         self._sample(result)
         self._schedule_timer()
@@ -582,69 +582,42 @@ class Simulator:
 
     # ------------------------------------------------------------------ timers
     def _schedule_timer(self) -> None:
-        """Wake up when something becomes due without any input: an idle host passes
-        its idle time, demand passes the persistence threshold, a back-off ends, a
-        host reaches its maximum lifetime, borrowed tokens pass their idle time."""
-        if not self.templates and not self.pools:
-            return  # no supply, no policy: nothing ever falls due
+        """Wake up when something falls due without any input: the soonest of the
+        scheduler's next_due (the last session's; a planned end, a reservation start,
+        an idle threshold) and the policy's (`xce.policy.timers`: demand passing the
+        persistence threshold, a back-off ending, a host reaching its maximum
+        lifetime). The driver decides none of these itself."""
         now = self.now
-        state = self.state
-        idle_times = state.idle_times  # when idle hosts fall due, as the session sees it
-        # The soonest of everything that falls due after now (None: nothing does).
-        when: float | None = None
-        if state.idle_in_order:
-            # Hosts are in order of idle time: per template, the first open one that is
-            # not due yet is its soonest.
-            left = len(idle_times)
-            seen: set[str] | None = set() if left > 1 else None  # (one template: its first)
-            for host in state.idle_provisioned.values():
-                template = host.template
-                if host.state == "ok" and template is not None and (
-                    seen is None or template not in seen
-                ):
-                    at = host.idle_since + idle_times[template]
-                    if at > now or host.idle_since == now:  # (an idle time of 0: due now)
-                        if when is None or at < when:
-                            when = at
-                        if seen is None:
-                            break
-                        seen.add(template)
-                        left -= 1
-                        if not left:
-                            break
-        else:
-            for host in state.idle_provisioned.values():
-                if host.state == "ok" and host.template is not None:
-                    at = host.idle_since + idle_times[host.template]
-                    if (at > now or host.idle_since == now) and (when is None or at < when):
-                        when = at
-        lifetime = self._max_lifetime
-        if lifetime > 0 and self.provisioned:
-            at = self._oldest_joined() + lifetime
-            if at > now and (when is None or at < when):
+        when = self._core_due
+        if when <= now:
+            when = NEVER  # (past: the session it was for has run)
+        if self.templates or self.pools:  # (without supply, no policy: nothing else)
+            at = self._scheduler_due(now)
+            if at < when:
                 when = at
-        if self._demand_since:
-            persistence = self._persistence
-            for since in self._demand_since.values():
-                at = since + persistence
-                if at > now and (when is None or at < when):
-                    when = at
-        for at in self._backoff_until.values():
-            if at > now and (when is None or at < when):
+            at = due_at(
+                self._demand_since, self._backoff_until, self._persistence,
+                self._max_lifetime, self._open_provisioned.values(), now,
+            )
+            if at < when:
                 when = at
-        for key, amount in self.borrowed.items():
-            if amount > 0:
-                pool = state.pool_by_key(key)
-                if pool.countable is not None:
-                    at = now + pool.countable.idle_time
-                    if at > now and (when is None or at < when):
-                        when = at
-        if when is None:
+        if when == NEVER:
             return
         if self._timer_at is not None and self._timer_at <= when and self._timer_at > now:
             return
         self._timer_at = when
         self.loop.at(when, partial(self._timer, when), TIMER)
+
+    def _scheduler_due(self, now: float) -> float:
+        """TRANSITIONAL: the scheduler's idle thresholds (a provisioned host or borrowed
+        tokens passing their idle time: `xce.sched.idle.idle_due`, the core's rule) read
+        from the state as it is now, after the session's dispatches and policy round
+        and after a job finished with no session to follow (`_freed`: its host starts
+        idling then). The session result's `next_due` covers them as of the session,
+        before its dispatches; once it (or a plan-only part of it) makes this call
+        redundant without changing the runs, delete this function and its call in
+        `_schedule_timer`."""
+        return idle_due(self.state, now)
 
     def _timer(self, when: float) -> None:
         if self._timer_at == when:

@@ -1,6 +1,7 @@
-"""What a simulation run measures: job waits and slowdowns, utilization, elastic
-supply (hosts requested, joined, reclaimed, host-hours, tokens), and time series for
-the report."""
+"""What a simulation run measures: job waits and slowdowns (the longest, and that of
+wide jobs), utilization, plans (jobs backfilled, jobs ended at their run limit),
+elastic supply (hosts requested, joined, reclaimed, host-hours, tokens), and time
+series for the report."""
 
 from __future__ import annotations
 
@@ -72,6 +73,12 @@ class Metrics:
         self.slots: dict[int, int] = {}
         self.waits: list[float] = []
         self.bslds: list[float] = []
+        # Jobs of at least this many slots are wide (a quarter of the machine; the
+        # driver sets it) and the longest wait of one that finished.
+        self.wide_slots = 0.0
+        self.wide_wait_max = 0.0
+        self.backfilled: set[int] = set()  # jobs a session dispatched as backfill
+        self.jobs_killed_at_limit = 0
         self.busy_slot_seconds = 0.0
         self.finished = 0
         self.too_large: list[int] = []
@@ -96,7 +103,10 @@ class Metrics:
         self.waits.append(wait)
         slowdown = (wait + run) / (run if run > BSLD_TAU else BSLD_TAU)
         self.bslds.append(slowdown if slowdown > 1.0 else 1.0)  # (compiled, no max() call)
-        self.busy_slot_seconds += run * self.slots[job]
+        slots = self.slots[job]
+        self.busy_slot_seconds += run * slots
+        if slots >= self.wide_slots and wait > self.wide_wait_max:
+            self.wide_wait_max = wait
         self.finished += 1
 
     def summary(
@@ -113,12 +123,17 @@ class Metrics:
             "finished": self.finished,
             "skipped": skipped,
             "too_large": len(self.too_large),
+            "jobs_backfilled": len(self.backfilled),
+            "jobs_killed_at_limit": self.jobs_killed_at_limit,
             "sim_seconds": sim_seconds,
             "wall_seconds": round(wall_seconds, 3),
             "sessions": self.sessions,
             "wait_mean": sum(waits) / len(waits) if waits else 0.0,
             "wait_p50": percentile(waits, 0.5),
             "wait_p95": percentile(waits, 0.95),
+            "wait_p99": percentile(waits, 0.99),
+            "wait_max": waits[-1] if waits else 0.0,
+            "wide_wait_max": self.wide_wait_max,
             "bsld_mean": sum(self.bslds) / len(self.bslds) if self.bslds else 0.0,
             "utilization": (
                 self.busy_slot_seconds / capacity_slot_seconds if capacity_slot_seconds else 0.0

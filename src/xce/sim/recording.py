@@ -5,7 +5,9 @@ name ends in `.gz`. The first line is the header
 `{"format": "xce-recording", "version": 1, "source": "sim"}`; then, in order,
 event lines `{"t": T, "e": EVENT}` (an `xce.model.events` event with its `event` tag)
 and session lines `{"t": T, "s": N, "dispatch": [...], "pending": {...}, "demand":
-{...}, "idle": {...}, "trace": [...]}`. Pend reasons are recorded as a change against
+{...}, "idle": {...}, "reservations": [...], "trace": [...]}` (`reservations` as in
+the session result JSON; recordings written before it existed have none, and replay
+then does not compare it). Pend reasons are recorded as a change against
 the previous session: `"pending": {"set": [[reason, kind, [job, ...]], ...], "gone":
 [job, ...]}`, so that a long run with a deep queue stays small.
 """
@@ -20,7 +22,7 @@ from typing import IO, Any, cast
 import msgspec
 
 from xce.model.events import Event
-from xce.model.result import SessionResult, demand_json, idle_json
+from xce.model.result import SessionResult, demand_json, idle_json, reservation_json
 
 FORMAT = "xce-recording"
 VERSION = 1
@@ -46,6 +48,7 @@ def session_outputs(result: SessionResult) -> dict[str, Any]:
         "pending": {m.id: (g.reason, g.kind) for g in result.pending for m in g.members},
         "demand": demand_json(result.demand),
         "idle": idle_json(result.idle),
+        "reservations": [reservation_json(r) for r in result.reservations],
         "trace": [[e.job, e.stage, e.check, e.detail] for e in result.trace],
     }
 

@@ -30,7 +30,7 @@ from rich.table import Table
 
 from xce.cli.ranges import id_ranges
 from xce.model.policy import PolicyConfig
-from xce.model.result import SessionResult
+from xce.model.result import Reservation, SessionResult
 from xce.policy import (
     Action,
     DecommissionHost,
@@ -411,14 +411,26 @@ class Repl:
             self.say(f"no pending jobs at {show_time(self.now)}")
             return
         result = self.sim.last_result
-        groups: dict[str, list[int]] = {}
+        # The last session's plan: when each reserved job is expected to start.
+        expected: dict[int, str] = {}
+        if result is not None:
+            for found in result.reservations:
+                expected[found.job] = _expected(found)
+        # Jobs by pend reason (and expected start), in scheduling order.
+        groups: dict[tuple[str, str], list[int]] = {}
         for job in jobs:
             reason = result.reason_of(job.id) if result is not None else None
-            groups.setdefault(reason or "(submitted since the last session)", []).append(job.id)
-        table = _table(f"Pending jobs: {len(jobs)}", "JOBS", "COUNT", "PEND REASON",
-                       right=("COUNT",))
-        for reason, ids in list(groups.items())[:ROWS]:
-            table.add_row(_short_ranges(ids), str(len(ids)), escape(reason))
+            key = (reason or "(submitted since the last session)", expected.get(job.id, "-"))
+            groups.setdefault(key, []).append(job.id)
+        columns = ["JOBS", "COUNT", "PEND REASON"]
+        if expected:
+            columns.append("EXPECTED START")
+        table = _table(f"Pending jobs: {len(jobs)}", *columns, right=("COUNT",))
+        for (reason, start), ids in list(groups.items())[:ROWS]:
+            row = [_short_ranges(ids), str(len(ids)), escape(reason)]
+            if expected:
+                row.append(start)
+            table.add_row(*row)
         self.console.print(table)
         self._more(len(groups), "pend reasons")
 
@@ -560,6 +572,10 @@ class Repl:
                          "no session has considered it yet")
             else:
                 self.say(f"Job {job}: {result.reason_of(job)}")
+                found = result.reservation_of(job)
+                if found is not None:
+                    hosts = " ".join(f"{n}*{h}" for h, n in found.hosts.items())
+                    self.say(f"  expected start: {_expected(found)} on {hosts}")
                 for entry in result.trace_of(job):
                     self.say(f"  [{entry.stage}] {entry.check}: {entry.detail} "
                              f"(evaluated job {entry.job})")
@@ -652,6 +668,13 @@ class Repl:
             table.add_row(escape(command), what)
         self.console.print(table)
         self.say(TIMES)
+
+
+def _expected(found: Reservation) -> str:
+    """A reservation's start: `1800 (30m)`; `virtual` when it holds supply being
+    obtained."""
+    shown = show_time(found.start).removeprefix("t=")
+    return f"{shown} virtual" if found.virtual else shown
 
 
 def describe_action(action: Action) -> str:
