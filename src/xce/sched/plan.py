@@ -58,12 +58,11 @@ class Booking:
 class HostProfile:
     """One reserved host's changes of free capacity after now, in time order."""
 
-    __slots__ = ("bookings", "steps")
+    __slots__ = ("steps",)
 
     def __init__(self, steps: list[Step]) -> None:
         steps.sort()
         self.steps = steps
-        self.bookings: list[Booking] = []
 
     def lowest(
         self, free: int, free_res: tuple[float, ...], start: float, stop: float
@@ -102,7 +101,8 @@ class Plan:
         self.cap = cap
         self.now = now
         self.res = tuple(cap.free_res)  # the consumables, in a fixed order
-        self.profiles: dict[int, HostProfile] = {}  # reserved hosts
+        self.booked: dict[int, list[Booking]] = {}  # reserved hosts and their bookings
+        self.profiles: dict[int, HostProfile] = {}  # of reserved hosts, made when asked
         # This session's changes besides running jobs' ends: dispatched jobs reaching
         # their limit (+), reservations starting (-) and ending (+):
         # (time, seq, sign, hosts, per-slot consumables)
@@ -111,8 +111,6 @@ class Plan:
         self.bookings: list[Booking] = []
         self._seq = 0
         self._scratch: Capacity | None = None
-        # host -> this session's changes on it (see _steps_of)
-        self._host_changes: dict[int, list[Step]] = {}
 
     # ------------------------------------------------------------------ updates
     def _deltas(self, per_slot: tuple[tuple[str, float], ...], slots: int) -> tuple[float, ...]:
@@ -127,12 +125,13 @@ class Plan:
     ) -> None:
         self._seq += 1
         insort(self.changes, (time, self._seq, sign, hosts, per_slot))
-        for index, slots in hosts.items():
-            step = (time, sign * slots, self._deltas(per_slot, sign * slots))
-            self._host_changes.setdefault(index, []).append(step)
-            profile = self.profiles.get(index)
-            if profile is not None:
-                insort(profile.steps, step)
+        profiles = self.profiles
+        # (the smaller side: a wide reservation, or many profiles)
+        for index in hosts if len(hosts) < len(profiles) else list(profiles):
+            slots = hosts.get(index)
+            profile = profiles.get(index)
+            if slots is not None and profile is not None:
+                insort(profile.steps, (time, sign * slots, self._deltas(per_slot, sign * slots)))
 
     def dispatched(
         self, hosts: dict[int, int], per_slot: tuple[tuple[str, float], ...], limit: float
@@ -149,14 +148,16 @@ class Plan:
         end = start + limit
         booking = Booking(len(self.bookings), job, start, end, hosts, per_slot)
         self.bookings.append(booking)
-        for index in hosts:
-            if index not in self.profiles:
-                self.profiles[index] = HostProfile(self._steps_of(index))
         self._change(start, -1, hosts, per_slot)
         if end != math.inf:
             self._change(end, +1, hosts, per_slot)
+        booked = self.booked
         for index in hosts:
-            self.profiles[index].bookings.append(booking)
+            found = booked.get(index)
+            if found is None:
+                booked[index] = [booking]
+            else:
+                found.append(booking)
         names = self.cap.names
         on = {names[i]: hosts[i] for i in sorted(hosts, key=names.__getitem__)}
         return Reservation(job=job, start=start, hosts=on, end=end)
@@ -177,6 +178,13 @@ class Plan:
         found.sort(key=lambda item: (item[1], item[0]))
         return found
 
+    def _profile(self, index: int) -> HostProfile:
+        """A reserved host's profile (made on first use, then kept up to date)."""
+        profile = self.profiles.get(index)
+        if profile is None:
+            profile = self.profiles[index] = HostProfile(self._steps_of(index))
+        return profile
+
     def _steps_of(self, index: int) -> list[Step]:
         """A host's changes after now: its running jobs' planned ends and this
         session's changes on it so far."""
@@ -189,7 +197,10 @@ class Plan:
                 if run.end != math.inf:
                     deltas = self._deltas(tuple(run.usage.items()), slots)
                     steps.append((self.planned(run.end), slots, deltas))
-        steps.extend(self._host_changes.get(index, ()))
+        for time, _seq, sign, hosts, per_slot in self.changes:
+            placed = hosts.get(index)
+            if placed is not None:
+                steps.append((time, sign * placed, self._deltas(per_slot, sign * placed)))
         return steps
 
     def planned(self, end: float) -> float:
@@ -206,14 +217,15 @@ class Plan:
         free_slots, columns = cap.free_slots, [cap.free_res[r] for r in self.res]
         elig = bucket.eligible
         assert isinstance(elig, Eligible)
-        usable = elig.open
+        usable, booked, open_free = elig.open, self.booked, cap.open_free
         held: list[Held] = []
-        for index, profile in self.profiles.items():
+        # (the smaller of the reserved hosts and the open hosts with a free slot)
+        for index in open_free if len(open_free) < len(booked) else list(booked):
             free = free_slots[index]
-            if free <= 0 or index not in usable:
+            if free <= 0 or index not in usable or index not in booked:
                 continue
             free_res = tuple(column[index] for column in columns)
-            low, low_res = profile.lowest(free, free_res, now, stop)
+            low, low_res = self._profile(index).lowest(free, free_res, now, stop)
             slots = min(free, max(0, free - low))
             res = tuple(
                 min(have, max(0.0, have - least))
@@ -223,13 +235,43 @@ class Plan:
                 held.append((index, slots, res))
         return held
 
+    def undisturbed(self, bucket: Bucket, placed: dict[int, int]) -> bool:
+        """Whether a placement found on the free capacity is the one found without
+        what reservations hold: none of its hosts is held back within the job's
+        window, and the job's host preference ranks a host with less free capacity
+        no earlier (no `order[-r]` on slots or a consumable), so holding back other
+        hosts cannot change which hosts come first."""
+        if not self._demotes_only(bucket):
+            return False
+        booked = self.booked
+        cap, now = self.cap, self.now
+        stop = now + bucket.window
+        columns = [cap.free_res[r] for r in self.res]
+        for index in placed:
+            if index in booked:
+                free = cap.free_slots[index]
+                free_res = tuple(column[index] for column in columns)
+                low, low_res = self._profile(index).lowest(free, free_res, now, stop)
+                if low < free or any(
+                    least + EPSILON < have for have, least in zip(free_res, low_res, strict=True)
+                ):
+                    return False
+        return True
+
+    def _demotes_only(self, bucket: Bucket) -> bool:
+        dynamic = self.cap.free_res
+        return all(
+            key.descending or (key.name != "slots" and key.name not in dynamic)
+            for key in bucket.req.order
+        )
+
     def delaying(self, held: list[Held], bucket: Bucket) -> Booking:
         """The first reservation (in scheduling order) that holds capacity a job of
         `bucket` would need now."""
         stop = self.now + bucket.window
         found: Booking | None = None
         for index, _slots, _res in held:
-            for booking in self.profiles[index].bookings:
+            for booking in self.booked[index]:
                 if booking.start < stop and (found is None or booking.seq < found.seq):
                     found = booking
         assert found is not None
@@ -306,15 +348,14 @@ class Plan:
             scratch = self._scratch = Capacity(self.state)
         stop = time + bucket.window
         columns = [(cap.free_res[res], scratch.free_res[res]) for res in self.res]
-        profiles = self.profiles
+        booked = self.booked
         cands: list[int] = []
         for index in hosts:
             slots = cap.free_slots[index]
             have = gain.get(index)
-            profile = profiles.get(index)
-            if profile is not None:
+            if index in booked:
                 free_res = tuple(column[index] for column, _s in columns)
-                low, low_res = profile.lowest(slots, free_res, time, stop)
+                low, low_res = self._profile(index).lowest(slots, free_res, time, stop)
             elif have is not None:
                 low = slots + int(have[0])
                 low_res = [column[index] + have[k + 1] for k, (column, _s) in enumerate(columns)]

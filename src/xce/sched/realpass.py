@@ -406,7 +406,7 @@ class RealPass:
         evaluator = self.evaluator
         outcome = evaluator.evaluate(bucket)
         plan = self.plan
-        if isinstance(outcome, Failure) or plan is None:
+        if isinstance(outcome, Failure) or plan is None or plan.undisturbed(bucket, outcome[0]):
             return outcome
         held = plan.holdback(bucket)
         if not held:
@@ -415,6 +415,8 @@ class RealPass:
         lowered = evaluator.evaluate(bucket)
         self.cap.hold_back(held, +1)
         if isinstance(lowered, Failure):
+            if self.trace is None:  # (no pend reasons: the words are not needed)
+                return Failure(RESOURCE, "reservation", "Would delay a reservation")
             booking = plan.delaying(held, bucket)
             reason = would_delay(booking.job, booking.start, self.now)
             detail = (
@@ -460,6 +462,9 @@ class RealPass:
         start, hosts = found
         booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
         self.reservations.append(booked)
+        if self.trace is None:  # (no pend reasons: the words are not needed)
+            self.settled.append(Settled(bucket, [job], failure, -1))
+            return True
         reason = reserved(start, self.now, booked.hosts)
         waits = plan.waits_for(hosts, start)
         shown = ", ".join(f"job {j} at {clock(t)} on {h}" for j, t, h in waits[:8])
