@@ -459,7 +459,11 @@ def test_a_job_past_its_limit_is_planned_to_end_one_second_from_now(session, lim
         "from now (not never, not in the past): the reservation starts at now + 1"
     )
     assert s.reasons == {10: "Reserved: expected to start at 1001 (in 1 s) on n01 (4 slots)"}
-    assert s.json["next_due"] == 1001
+    assert s.json["next_due"] == 10000, (
+        "a reservation one second from now waits for a job past its limit, whose end is an "
+        "event: the plan is not re-made every second for it; the next due time is job 2's "
+        "planned end"
+    )
 
 
 # ----------------------------------------------------------------------------- reservations

@@ -350,7 +350,14 @@ class Plan:
         columns = [(cap.free_res[res], scratch.free_res[res]) for res in self.res]
         booked = self.booked
         cands: list[int] = []
-        for index in hosts:
+        # Only hosts free now, freed by then or reserved can have room then (the
+        # others stay full): hot in simulations, where most hosts are busy.
+        maybe = cap.open_free | gain.keys() | booked.keys()
+        if len(maybe) > len(hosts):
+            maybe = hosts
+        for index in maybe:
+            if index not in hosts:
+                continue
             slots = cap.free_slots[index]
             have = gain.get(index)
             if index in booked:

@@ -95,6 +95,8 @@ def next_due(
         if at < len(ends) and ends[at][0] < due:
             due = ends[at][0]
         for found in reservations:
-            if now < found.start < due:
+            # (one second from now: it waits for a job past its limit, whose end is
+            # an event; the plan is not re-made every second for it)
+            if now + 1.0 < found.start < due:
                 due = found.start
     return due

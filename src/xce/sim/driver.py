@@ -601,9 +601,12 @@ class Simulator:
             )
             if at < when:
                 when = at
+        # `when` is worked out anew from everything that can fall due, so an earlier
+        # wake-up still pending is stale (what it was for has gone): it fires idle.
         if when == NEVER:
+            self._timer_at = None
             return
-        if self._timer_at is not None and self._timer_at <= when and self._timer_at > now:
+        if self._timer_at == when:
             return
         self._timer_at = when
         self.loop.at(when, partial(self._timer, when), TIMER)
