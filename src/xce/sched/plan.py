@@ -159,7 +159,8 @@ class Plan:
             else:
                 found.append(booking)
         names = self.cap.names
-        on = {names[i]: hosts[i] for i in sorted(hosts, key=names.__getitem__)}
+        by_name = {names[i]: slots for i, slots in hosts.items()}
+        on = {name: by_name[name] for name in sorted(by_name)}  # (names sort without a key)
         return Reservation(job=job, start=start, hosts=on, end=end)
 
     def waits_for(self, hosts: dict[int, int], start: float) -> list[tuple[int, float, str]]:
@@ -284,61 +285,83 @@ class Plan:
         Change points are swept in time order with the free slots of the eligible
         hosts summed as they go: a point is tried (a placement on the capacity that
         stays free over the window) only where that sum, and for a job on one host a
-        host whose capacity just rose, leave room for it."""
+        host whose capacity just rose, leave room for it. (Hot in EASY simulations:
+        one sweep a session, written out.)"""
         elig = bucket.eligible
         assert isinstance(elig, Eligible)
         hosts = elig.open
         if not hosts:
             return None
-        free_slots = self.cap.free_slots
+        free_slots, open_free = self.cap.free_slots, self.cap.open_free
         width = len(self.res)
-        gain: dict[int, list[float]] = {}  # host -> slots, consumables freed by then
-        total = 0
-        for index in hosts:
-            total += free_slots[index]
+        gain: dict[int, int] = {}  # host -> slots freed by the time swept to
+        gain_res: dict[int, list[float]] = {}  # ... and consumables (when there are any)
+        total = 0  # free slots of the eligible hosts then (free now: open with a slot)
+        for index in open_free if len(open_free) < len(hosts) else hosts:
+            if index in hosts:
+                total += free_slots[index]
         single, n = bucket.single, bucket.n
         ends, changes = self.state.ends, self.changes
-        running, plain = self.state.running, not self.res
+        running = self.state.running
+        now, soon = self.now, self.now + 1.0
         at_end, at_change = 0, 0
-        while at_end < len(ends) or at_change < len(changes):
+        count_ends, count_changes = len(ends), len(changes)
+        while at_end < count_ends or at_change < count_changes:
             # (running jobs' ends come sorted by end, and so by planned end)
-            time = self.planned(ends[at_end][0]) if at_end < len(ends) else math.inf
-            if at_change < len(changes) and changes[at_change][0] < time:
+            time = math.inf
+            if at_end < count_ends:
+                end = ends[at_end][0]
+                time = end if end > now else soon
+            if at_change < count_changes and changes[at_change][0] < time:
                 time = changes[at_change][0]
-            changed: list[tuple[int, int, tuple[float, ...]]] = []
-            while at_end < len(ends) and self.planned(ends[at_end][0]) == time:
+            rose = False
+            while at_end < count_ends:
+                end = ends[at_end][0]
+                if (end if end > now else soon) != time:
+                    break
                 run = running[ends[at_end][1]]
+                at_end += 1
                 for index, slots in run.hosts.items():
                     if index in hosts:
-                        deltas = () if plain else self._deltas(tuple(run.usage.items()), slots)
-                        changed.append((index, slots, deltas))
-                at_end += 1
-            while at_change < len(changes) and changes[at_change][0] == time:
+                        total += slots
+                        have = gain.get(index, 0) + slots
+                        gain[index] = have
+                        if free_slots[index] + have >= n:
+                            rose = True
+                        if width:
+                            self._gain_res(gain_res, index, tuple(run.usage.items()), slots)
+            while at_change < count_changes and changes[at_change][0] == time:
                 _t, _seq, sign, placed, per_slot = changes[at_change]
+                at_change += 1
                 for index, slots in placed.items():
                     if index in hosts:
-                        changed.append((index, sign * slots, self._deltas(per_slot, sign * slots)))
-                at_change += 1
-            rose = False
-            for index, slots, deltas in changed:
-                total += slots
-                have = gain.get(index)
-                if have is None:
-                    have = gain[index] = [0.0] * (width + 1)
-                have[0] += slots
-                for k in range(width):
-                    have[k + 1] += deltas[k]
-                if slots > 0 and free_slots[index] + have[0] >= n:
-                    rose = True
+                        total += sign * slots
+                        have = gain.get(index, 0) + sign * slots
+                        gain[index] = have
+                        if sign > 0 and free_slots[index] + have >= n:
+                            rose = True
+                        if width:
+                            self._gain_res(gain_res, index, per_slot, sign * slots)
             if total < n or (single and not rose):
                 continue
-            found = self._place_at(bucket, hosts, gain, time)
+            found = self._place_at(bucket, hosts, gain, gain_res, time)
             if found is not None:
                 return time, found
         return None
 
+    def _gain_res(
+        self, gain_res: dict[int, list[float]], index: int,
+        per_slot: tuple[tuple[str, float], ...], slots: int,
+    ) -> None:
+        have = gain_res.get(index)
+        if have is None:
+            have = gain_res[index] = [0.0] * len(self.res)
+        for k, amount in enumerate(self._deltas(per_slot, slots)):
+            have[k] += amount
+
     def _place_at(
-        self, bucket: Bucket, hosts: set[int], gain: dict[int, list[float]], time: float
+        self, bucket: Bucket, hosts: set[int], gain: dict[int, int],
+        gain_res: dict[int, list[float]], time: float,
     ) -> dict[int, int] | None:
         """The usual placement of a job of `bucket` on the capacity that stays free
         over [time, time + its window)."""
@@ -355,25 +378,29 @@ class Plan:
         maybe = cap.open_free | gain.keys() | booked.keys()
         if len(maybe) > len(hosts):
             maybe = hosts
+        free_slots, target_slots = cap.free_slots, scratch.free_slots
         for index in maybe:
             if index not in hosts:
                 continue
-            slots = cap.free_slots[index]
-            have = gain.get(index)
+            slots = free_slots[index]
+            low_res: list[float] = []
             if index in booked:
                 free_res = tuple(column[index] for column, _s in columns)
                 low, low_res = self._profile(index).lowest(slots, free_res, time, stop)
-            elif have is not None:
-                low = slots + int(have[0])
-                low_res = [column[index] + have[k + 1] for k, (column, _s) in enumerate(columns)]
             else:
-                low = slots
-                low_res = [column[index] for column, _s in columns]
+                low = slots + gain.get(index, 0)
+                if columns:
+                    more = gain_res.get(index)
+                    low_res = [
+                        column[index] + (more[k] if more is not None else 0.0)
+                        for k, (column, _s) in enumerate(columns)
+                    ]
             if low <= 0:
                 continue
-            scratch.free_slots[index] = low
-            for k, (_column, target) in enumerate(columns):
-                target[index] = low_res[k]
+            target_slots[index] = low
+            if columns:
+                for k, (_column, target) in enumerate(columns):
+                    target[index] = low_res[k]
             cands.append(index)
         if not cands:
             return None
