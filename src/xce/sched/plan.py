@@ -18,7 +18,7 @@ Two questions are asked of it:
 from __future__ import annotations
 
 import math
-from bisect import insort
+from bisect import bisect_left, insort
 
 from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
@@ -58,11 +58,47 @@ class Booking:
 class HostProfile:
     """One reserved host's changes of free capacity after now, in time order."""
 
-    __slots__ = ("steps",)
+    __slots__ = ("_dips", "_times", "steps")
 
     def __init__(self, steps: list[Step]) -> None:
         steps.sort()
         self.steps = steps
+        # Made when first asked (see dip): the distinct step times, and after each
+        # the least change from now so far (slots, then each consumable), <= 0.
+        self._times: list[float] | None = None
+        self._dips: list[tuple[int, tuple[float, ...]]] = []
+
+    def add(self, step: Step) -> None:
+        insort(self.steps, step)
+        self._times = None
+
+    def dip(self, stop: float) -> tuple[int, tuple[float, ...]]:
+        """How far free capacity falls below what is free now within [now, stop) (the
+        least cumulative change, never above 0): a bisection into the dips, made
+        once (hot: every job behind a reservation asks it of each reserved host)."""
+        times = self._times
+        if times is None:
+            times = self._times = []
+            dips = self._dips = []
+            width = len(self.steps[0][2]) if self.steps else 0
+            slots, res = 0, [0.0] * width
+            low, low_res = 0, (0.0,) * width  # the dip so far
+            before = (low, low_res)
+            for time, delta, deltas in self.steps:
+                if not times or times[-1] != time:  # a new time: its changes go together
+                    before = (low, low_res)
+                    times.append(time)
+                    dips.append(before)
+                slots += delta
+                for k in range(width):
+                    res[k] += deltas[k]
+                low = min(before[0], slots)
+                low_res = tuple([min(b, r) for b, r in zip(before[1], res, strict=True)])
+                dips[-1] = (low, low_res)
+        at = bisect_left(times, stop)
+        if at == 0:
+            return 0, ()
+        return self._dips[at - 1]
 
     def lowest(
         self, free: int, free_res: tuple[float, ...], start: float, stop: float
@@ -131,7 +167,7 @@ class Plan:
             slots = hosts.get(index)
             profile = profiles.get(index)
             if slots is not None and profile is not None:
-                insort(profile.steps, (time, sign * slots, self._deltas(per_slot, sign * slots)))
+                profile.add((time, sign * slots, self._deltas(per_slot, sign * slots)))
 
     def dispatched(
         self, hosts: dict[int, int], per_slot: tuple[tuple[str, float], ...], limit: float
@@ -225,15 +261,17 @@ class Plan:
             free = free_slots[index]
             if free <= 0 or index not in usable or index not in booked:
                 continue
-            free_res = tuple(column[index] for column in columns)
-            low, low_res = self._profile(index).lowest(free, free_res, now, stop)
-            slots = min(free, max(0, free - low))
+            dip, dip_res = self._profile(index).dip(stop)
+            slots = min(free, -dip)
+            if not dip_res:
+                if slots > 0:
+                    held.append((index, slots, (0.0,) * len(columns)))
+                continue
             res = tuple(
-                min(have, max(0.0, have - least))
-                for have, least in zip(free_res, low_res, strict=True)
+                [min(column[index], -least) for column, least in zip(columns, dip_res, strict=True)]
             )
             if slots > 0 or any(amount > EPSILON for amount in res):
-                held.append((index, slots, res))
+                held.append((index, max(0, slots), res))
         return held
 
     def undisturbed(self, bucket: Bucket, placed: dict[int, int]) -> bool:
@@ -245,17 +283,11 @@ class Plan:
         if not self._demotes_only(bucket):
             return False
         booked = self.booked
-        cap, now = self.cap, self.now
-        stop = now + bucket.window
-        columns = [cap.free_res[r] for r in self.res]
+        stop = self.now + bucket.window
         for index in placed:
             if index in booked:
-                free = cap.free_slots[index]
-                free_res = tuple(column[index] for column in columns)
-                low, low_res = self._profile(index).lowest(free, free_res, now, stop)
-                if low < free or any(
-                    least + EPSILON < have for have, least in zip(free_res, low_res, strict=True)
-                ):
+                dip, dip_res = self._profile(index).dip(stop)
+                if dip < 0 or any(least < -EPSILON for least in dip_res):
                     return False
         return True
 
