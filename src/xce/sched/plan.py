@@ -93,7 +93,8 @@ class HostProfile:
                 for k in range(width):
                     res[k] += deltas[k]
                 low = min(before[0], slots)
-                low_res = tuple([min(b, r) for b, r in zip(before[1], res, strict=True)])
+                if width:
+                    low_res = tuple([min(before[1][k], res[k]) for k in range(width)])
                 dips[-1] = (low, low_res)
         at = bisect_left(times, stop)
         if at == 0:
@@ -267,9 +268,7 @@ class Plan:
                 if slots > 0:
                     held.append((index, slots, (0.0,) * len(columns)))
                 continue
-            res = tuple(
-                [min(column[index], -least) for column, least in zip(columns, dip_res, strict=True)]
-            )
+            res = tuple([min(columns[k][index], -dip_res[k]) for k in range(len(columns))])
             if slots > 0 or any(amount > EPSILON for amount in res):
                 held.append((index, max(0, slots), res))
         return held
