@@ -24,7 +24,7 @@ from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
-from xce.sched.placement import HostOrder, Room, place
+from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
 from xce.sched.state import SchedulerState
 
 # (time, change in free slots, change in each consumable in Plan.res order)
@@ -435,6 +435,9 @@ class Plan:
             cands.append(index)
         if not cands:
             return None
+        if bucket.plain:  # what place() finds for slots alone, without its views
+            ranked = default_ranked(cands, target_slots, cap.names, cap.name_order)
+            return spread(ranked, target_slots.__getitem__, bucket.n)
         room = Room(scratch, cands, bucket.per_slot)
         req = bucket.req
         return place(room, bucket.n, req.span_hosts, req.span_ptile, HostOrder(scratch, req.order))
