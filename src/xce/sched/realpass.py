@@ -411,6 +411,10 @@ class RealPass:
         held = plan.holdback(bucket)
         if not held:
             return outcome
+        if bucket.plain and self.trace is None and self._short_after(bucket, held):
+            # Slots alone: what is left once held back does not add up (no need to
+            # lower the capacity and evaluate again; hot in EASY simulations).
+            return Failure(RESOURCE, "reservation", "Would delay a reservation")
         self.cap.hold_back(held, -1)
         lowered = evaluator.evaluate(bucket)
         self.cap.hold_back(held, +1)
@@ -425,6 +429,16 @@ class RealPass:
             )
             return Failure(RESOURCE, "reservation", reason, detail)
         return lowered
+
+    def _short_after(self, bucket: Bucket, held: list[tuple[int, int, tuple[float, ...]]]) -> bool:
+        """Whether the free slots of the bucket's candidates, less what `held` holds
+        back on them, are fewer than its jobs need."""
+        cands = self.evaluator.candidates(bucket)
+        assert not isinstance(cands, Failure) and isinstance(bucket.eligible, Eligible)
+        left = self.evaluator.free_on(bucket.eligible, cands)
+        for _index, slots, _res in held:
+            left -= slots
+        return left < bucket.n
 
     def _window_end(self, bucket: Bucket) -> str:
         if bucket.window == math.inf:
