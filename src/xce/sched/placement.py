@@ -84,7 +84,14 @@ def default_ranked(
             ranked = None
     if ranked is None:
         ranked = sorted(indices, key=names.__getitem__)
-    ranked.sort(key=free_slots.__getitem__, reverse=True)
+    if ranked:
+        # (no sort when every host has as many free: compiled, each key call is a slow
+        # generic call; reservations on hosts alike meet this in EASY simulations)
+        same = free_slots[ranked[0]]
+        for index in ranked:
+            if free_slots[index] != same:
+                ranked.sort(key=free_slots.__getitem__, reverse=True)
+                break
     return ranked
 
 
