@@ -336,7 +336,8 @@ class RealPass:
         self.backfilled: list[int] = []  # dispatched while an earlier job holds a reservation
         # Dispatches before the plan was made: (hosts, per-slot consumables, limit).
         self._released: list[tuple[dict[int, int], tuple[tuple[str, float], ...], float]] = []
-        # Buckets whose next jobs fail now (a twin failed), by id: each may still reserve.
+        # Buckets whose next jobs fail now (a twin reserved), by id: each may still
+        # reserve (see _run_planned).
         self._failing: dict[int, Failure] = {}
 
     def run(self) -> None:
@@ -354,9 +355,7 @@ class RealPass:
         limits = self.state.config.limits
         while queue.left():
             _key, seq, (bucket, order), pos = queue.pop()
-            if self._failing and id(bucket) in self._failing:
-                pos = self._run_failing(bucket, order, pos, queue.next_key())
-            elif self.plan is not None and self.plan.bookings:
+            if self.plan is not None and self.plan.bookings:  # (failing buckets too)
                 pos = self._run_planned(bucket, order, pos, queue.next_key())
             else:
                 cands = None
@@ -381,14 +380,19 @@ class RealPass:
     ) -> int:
         """_run once a reservation is booked: each job starts now only on capacity
         that stays free over its window (job by job: what a reservation holds back
-        depends on the window)."""
+        depends on the window). Twins of a job that failed now fail now too, without
+        an evaluation (`_failing`); each may still reserve."""
         end = len(order)
+        failing = self._failing.get(id(bucket))
         while pos < end:
             job = order[pos]
             if until is not None and job.key > until:
                 break
             if job.limit_refs and self._pends_at_limit(bucket, job):
                 pos += 1
+                continue
+            if failing is not None:
+                pos = self._settle(bucket, order, pos, failing)
                 continue
             self.evaluations += 1
             outcome = self._evaluate_planned(bucket)
@@ -444,22 +448,6 @@ class RealPass:
         if bucket.window == math.inf:
             return "forever (its queue does not backfill, or it has no run limit)"
         return f"{clock(self.now + bucket.window)} (its run limit)"
-
-    def _run_failing(
-        self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
-    ) -> int:
-        """Twins of a job that failed now fail now too; each may still reserve."""
-        failure = self._failing[id(bucket)]
-        end = len(order)
-        while pos < end:
-            job = order[pos]
-            if until is not None and job.key > until:
-                break
-            if job.limit_refs and self._pends_at_limit(bucket, job):
-                pos += 1
-                continue
-            pos = self._settle(bucket, order, pos, failure)
-        return pos
 
     def _reserve(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
         """Give a job that failed on capacity its reservation: the earliest start at
@@ -651,7 +639,7 @@ class RealPass:
     ) -> int:
         """The job at `pos` failed on `failure`: while reservations are left to give
         and it failed on capacity, it is given one and the bucket goes on after it
-        (its twins fail now too, see _run_failing); else the bucket's jobs from `pos`
+        (its twins fail now too, see _run_planned); else the bucket's jobs from `pos`
         on pend: for a limit if theirs is reached (the first check), else for
         `failure`. Returns where the bucket goes on (len(order): settled)."""
         if (

@@ -612,14 +612,10 @@ class Simulator:
         self.loop.at(when, partial(self._timer, when), TIMER)
 
     def _scheduler_due(self, now: float) -> float:
-        """TRANSITIONAL: the scheduler's idle thresholds (a provisioned host or borrowed
-        tokens passing their idle time: `xce.sched.idle.idle_due`, the core's rule) read
-        from the state as it is now, after the session's dispatches and policy round
-        and after a job finished with no session to follow (`_freed`: its host starts
-        idling then). The session result's `next_due` covers them as of the session,
-        before its dispatches; once it (or a plan-only part of it) makes this call
-        redundant without changing the runs, delete this function and its call in
-        `_schedule_timer`."""
+        """The scheduler's idle thresholds (`xce.sched.idle.idle_due`, the core's rule)
+        as the state is now: after the session's dispatches and policy round, and
+        after a job finished with no session to follow (`_freed`: its host starts
+        idling then, which the last session's `next_due` could not know)."""
         return idle_due(self.state, now)
 
     def _timer(self, when: float) -> None:
