@@ -25,7 +25,6 @@ from xce.cli.main import main
 from xce.config import load_config_text
 from xce.model.cluster import ClusterConfig
 from xce.model.events import JobFinished, JobRequeued
-from xce.model.result import SessionResult
 from xce.policy import DecommissionHost, DrainHost, RequestHosts, SetAllowance
 from xce.sim.driver import Simulator
 from xce.sim.recording import Recorder, read_recording
@@ -291,24 +290,36 @@ def test_wide_jobs_without_static_hosts_are_a_quarter_of_the_catalog(tmp_path):
     assert summary["wide_wait_max"] == 140 and summary["wait_max"] == 140
 
 
-def test_jobs_backfilled_counts_distinct_jobs_of_the_sessions(tmp_path, monkeypatch):
-    """`jobs_backfilled`: the distinct jobs the sessions reported in `backfilled` (here
-    the core's output is faked: every session reports its dispatches of jobs 2 and 3,
-    twice)."""
-    from xce.sim import driver
+def test_jobs_backfilled_counts_the_jobs_started_ahead_of_a_reservation(tmp_path):
+    """One 4-slot host, sessions every second, EASY (reserve_depth 1, backfill).
 
-    if not driver.__file__.endswith(".py"):
-        pytest.skip("the simulator is compiled: its globals cannot be replaced")
-    real = driver.run_session
-
-    def with_backfill(*args: Any) -> SessionResult:
-        result = real(*args)
-        result.backfilled = [d.job for d in result.dispatch if d.job in (2, 3)] * 2
-        return result
-
-    monkeypatch.setattr(driver, "run_session", with_backfill)
-    _, summary = simulate(cluster(STATIC), workload(tmp_path, STATIC_JOBS))
-    assert summary["jobs_backfilled"] == 2
+    t=0  job 1 (2 slots, limit 100) starts; 2 slots stay free.
+    t=1  job 2 (4 slots) cannot start: reserved at 100, when job 1 is planned to end.
+    t=2  jobs 3 and 4 (2 slots, limit 50) arrive: job 3 ends by 52 < 100, so it is
+         backfilled into the free slots; job 4, its twin, finds them taken.
+    t=52 job 3 ends; job 4 (until 102) would delay job 2: it waits.
+    t=100 job 1 ends; job 2 starts (wait 99), then job 4 at 200 (wait 198).
+    jobs_backfilled counts job 3 once, though later sessions run while it does."""
+    config = cluster("""
+        cluster: easy
+        session_interval: 1
+        reserve_depth: 1
+        hosts:
+          - {name: n01, slots: 4}
+        queues: [{name: normal, priority: 30, backfill: true}]
+    """)
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 100, n: 2, run_limit: 100}
+          - {id: 2, submit: 1, run: 100, n: 4, run_limit: 100}
+          - {id: 3, submit: 2, run: 50, n: 2, run_limit: 50}
+          - {id: 4, submit: 2, run: 50, n: 2, run_limit: 50}
+    """)
+    sim, summary = simulate(config, jobs)
+    assert sim.metrics.started == {1: 0, 2: 100, 3: 2, 4: 200}, (
+        "job 3 fills the hole before job 2's reservation; job 4 would delay it"
+    )
+    assert summary["jobs_backfilled"] == 1
 
 
 # --------------------------------------------------------------------------- elastic
