@@ -333,7 +333,6 @@ class Plan:
                 total += free_slots[index]
         single, n = bucket.single, bucket.n
         ends, changes = self.state.ends, self.changes
-        running = self.state.running
         now, soon = self.now, self.now + 1.0
         at_end, at_change = 0, 0
         count_ends, count_changes = len(ends), len(changes)
@@ -350,7 +349,7 @@ class Plan:
                 end = ends[at_end][0]
                 if (end if end > now else soon) != time:
                     break
-                run = running[ends[at_end][1]]
+                run = ends[at_end][2]
                 at_end += 1
                 for index, slots in run.hosts.items():
                     if index in hosts:

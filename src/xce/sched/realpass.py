@@ -650,7 +650,8 @@ class RealPass:
         ):
             self._failing[id(bucket)] = failure
             return pos + 1
-        self._failing.pop(id(bucket), None)
+        if self._failing and id(bucket) in self._failing:  # (not pop: compiled, by name)
+            del self._failing[id(bucket)]
         if self.state.config.limits:
             limited, rest = self.evaluator.split_limited(order[pos:], bucket.n)
             for job, limit in limited:

@@ -134,9 +134,10 @@ class SchedulerState:
         self.buckets: dict[BucketKey, Bucket] = {}  # buckets with pending jobs
         self._bucket_cache: dict[BucketKey, Bucket] = {}  # every bucket made, for reuse
         self.running: dict[int, RunningJob] = {}
-        # (start + run limit, job) of the running jobs that have a limit, sorted: the
-        # plan's change points (sched/plan.py)
-        self.ends: list[tuple[float, int]] = []
+        # (start + run limit, job, its record) of the running jobs that have a limit,
+        # sorted (ids are unique: records are never compared): the plan's change
+        # points (sched/plan.py), the record at hand for its sweep
+        self.ends: list[tuple[float, int, RunningJob]] = []
         self.indexes: dict[object, HostIndex] = {}  # derived views kept up to date
         self.alive: dict[str, int] = {}  # template -> hosts of it present
         # template -> the host record its virtual hosts share, and its consumables
@@ -675,7 +676,7 @@ class SchedulerState:
             job.spec, job.key, placed, chosen, time, math.inf if limit is None else time + limit
         )
         if run.end != math.inf:
-            insort(self.ends, (run.end, job_id))
+            insort(self.ends, (run.end, job_id, run))
         if bucket.per_slot:  # (else the empty ones it was made with)
             run.usage = dict(bucket.per_slot)
         if bucket.shared:
