@@ -34,25 +34,15 @@ Held = tuple[int, int, tuple[float, ...]]
 
 
 class Booking:
-    """A reservation booked in the profile."""
+    """A reservation booked in the profile, as a held-back job names it (its hosts and
+    times are in the profile's steps)."""
 
-    __slots__ = ("end", "hosts", "job", "per_slot", "seq", "start")
+    __slots__ = ("job", "seq", "start")
 
-    def __init__(
-        self,
-        seq: int,
-        job: int,
-        start: float,
-        end: float,
-        hosts: dict[int, int],
-        per_slot: tuple[tuple[str, float], ...],
-    ) -> None:
+    def __init__(self, seq: int, job: int, start: float) -> None:
         self.seq = seq  # bookings are made in scheduling order
         self.job = job
         self.start = start
-        self.end = end
-        self.hosts = hosts
-        self.per_slot = per_slot
 
 
 class HostProfile:
@@ -183,7 +173,7 @@ class Plan:
     ) -> Reservation:
         """Book a reservation from `start` for `limit` seconds on `hosts`."""
         end = start + limit
-        booking = Booking(len(self.bookings), job, start, end, hosts, per_slot)
+        booking = Booking(len(self.bookings), job, start)
         self.bookings.append(booking)
         self._change(start, -1, hosts, per_slot)
         if end != math.inf:

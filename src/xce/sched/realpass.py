@@ -428,8 +428,8 @@ class RealPass:
             booking = plan.delaying(held, bucket)
             reason = would_delay(booking.job, booking.start, self.now)
             detail = (
-                f"{reason}: it fits now, but not on what stays free until "
-                f"{self._window_end(bucket)} ({lowered.reason})"
+                f"{reason}: it fits now, but not on capacity that stays free for "
+                f"{self._window(bucket)} ({lowered.reason})"
             )
             return Failure(RESOURCE, "reservation", reason, detail)
         return lowered
@@ -443,11 +443,6 @@ class RealPass:
         for _index, slots, _res in held:
             left -= slots
         return left < bucket.n
-
-    def _window_end(self, bucket: Bucket) -> str:
-        if bucket.window == math.inf:
-            return "forever (its queue does not backfill, or it has no run limit)"
-        return f"{clock(self.now + bucket.window)} (its run limit)"
 
     def _reserve(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
         """Give a job that failed on capacity its reservation: the earliest start at

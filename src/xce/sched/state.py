@@ -89,7 +89,7 @@ class RunningJob:
         self.hosts = hosts  # host index -> slots
         self.pools = pools  # shared resource -> pool its tokens come from
         self.start = start
-        self.end = end  # start + run limit (inf: no limit); see runlimit.planned_end
+        self.end = end  # start + run limit (inf: no limit); planned: plan.Plan.planned
         self.usage: dict[str, float] = {}  # per-slot host consumables
         self.shared: dict[str, float] = {}
         self.limit_refs: tuple[LimitRef, ...] = ()

@@ -22,6 +22,7 @@ from functools import partial
 from itertools import groupby
 from typing import Any, Final
 
+from xce.model.api import RUN_LIMIT_REACHED
 from xce.model.cluster import Catalog, ClusterConfig, HostTemplate, Queue
 from xce.model.events import (
     ConfigLoaded,
@@ -63,8 +64,7 @@ from xce.sim.recording import Recorder
 from xce.sim.workload import Workload, WorkloadJob
 
 NEVER: Final = math.inf
-# A job ended at its run limit, as the live controller ends it (TERM first).
-LIMIT_REASON: Final = "run limit reached"
+# A job ended at its run limit, as the live agent ends it (TERM first).
 LIMIT_SIGNAL: Final = 15
 
 
@@ -274,7 +274,7 @@ class Simulator:
             self._cut.discard(job)
             self.metrics.jobs_killed_at_limit += 1
             self._apply(JobFinished(job=job, time=self.now, signal=LIMIT_SIGNAL,
-                                    reason=LIMIT_REASON))
+                                    reason=RUN_LIMIT_REACHED))
         else:
             self._apply(JobFinished(job=job, time=self.now))
         self.metrics.finish(job, self.now)
