@@ -83,6 +83,9 @@ class HostTemplate(msgspec.Struct, frozen=True):
     max: int = 0
     rank: int = 0
     idle_time: float | None = None  # overrides catalog.idle_time for this template
+    # s from request to join, for planning (None: 300 live; in the simulator the mean
+    # of its provider's lead-time model); a runtime estimate replaces it
+    expected_lead_time: float | None = None
 
 
 class Countable(msgspec.Struct, frozen=True):

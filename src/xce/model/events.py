@@ -140,6 +140,12 @@ class SupplyChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     borrowed: dict[str, float] = {}  # borrowed tokens, part of the pool's total
     headroom: dict[str, float] = {}  # how much more could be borrowed now (<0: no runtime cap)
     allowance: dict[str, int] = {}  # template -> how many more hosts it allows now (<0: no cap)
+    # template -> when each of its in-flight hosts was requested (replaces the list;
+    # hosts in flight beyond it count as requested now)
+    requested: dict[str, list[float]] = {}
+    # template -> expected request-to-join time, s, observed at runtime (<0: back to
+    # the configured expected_lead_time)
+    lead_time: dict[str, float] = {}
     time: float = 0
 
 

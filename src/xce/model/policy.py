@@ -18,6 +18,11 @@ class PolicyConfig(msgspec.Struct, frozen=True):
     max_lifetime: float = 86400  # s, then drain and decommission (0: no limit)
     backoff_initial: float = 60  # s of back-off after a provider failure
     backoff_max: float = 1800  # back-off doubles per failure up to this
+    # no idle host of a template is drained while the scheduler demands new hosts of it
+    keep_idle_while_demand: bool = True
+    # s after hosts of a template were requested during which none of its idle hosts
+    # is drained (Cluster Autoscaler's scale-down-delay-after-add; 0: off)
+    scale_down_delay_after_add: float = 0
 
 
 class LeadTime(msgspec.Struct, frozen=True):

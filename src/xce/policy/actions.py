@@ -9,6 +9,7 @@ class RequestHosts(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
     template: str
     count: int
     reason: str
+    jobs: tuple[int, ...] = ()  # the jobs the demand was for, in scheduling order
 
 
 class RequestTokens(msgspec.Struct, frozen=True, tag=True, tag_field="action"):

@@ -81,11 +81,16 @@ def state_events(state: SchedulerState) -> list[Event]:
             if record.headroom is not None:
                 headroom[record.label] = record.headroom
     in_flight = {name: count for name, count in state.in_flight.items() if count}
-    if in_flight or tokens_in_flight or borrowed or headroom or state.allowance:
+    if (
+        in_flight or tokens_in_flight or borrowed or headroom or state.allowance
+        or state.lead_times
+    ):
         events.append(
             SupplyChanged(
                 in_flight=in_flight, tokens_in_flight=tokens_in_flight, borrowed=borrowed,
                 headroom=headroom, allowance=dict(state.allowance),
+                requested={n: list(t) for n, t in state.requested.items() if n in in_flight},
+                lead_time=dict(state.lead_times),
             )
         )
     for records in state.pools.values():

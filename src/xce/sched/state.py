@@ -48,6 +48,8 @@ _HOST_ADDED: Final = HostAdded
 _HOST_STATE: Final = HostStateChanged
 _HOST_REMOVED: Final = HostRemoved
 _SUPPLY: Final = SupplyChanged
+# s a new host is expected to take to join when nothing else says (FORMATS.md)
+DEFAULT_LEAD_TIME: Final = 300.0
 
 
 class HostIndex:
@@ -144,6 +146,9 @@ class SchedulerState:
         self.virtual: dict[str, tuple[HostRecord, dict[str, float]]] = {}
         self._free_indices: list[int] = []  # indices of removed hosts, to reuse
         self.in_flight: dict[str, int] = {}  # template -> expected hosts not yet joined
+        # template -> when its in-flight hosts were requested, sorted (see arrivals)
+        self.requested: dict[str, list[float]] = {}
+        self.lead_times: dict[str, float] = {}  # template -> runtime lead-time estimate
         self.allowance: dict[str, int] = {}  # template -> runtime cap on new hosts
         self._submitted: dict[int, JobSpec] = {}  # pending, held and running specs
         self._valid_res: set[str] = set()  # requirement strings checked against config
@@ -284,6 +289,8 @@ class SchedulerState:
             name: count for name, count in self.in_flight.items()
             if any(t.name == name for t in config.catalog.templates)
         }
+        self.requested = {n: t for n, t in self.requested.items() if n in self.in_flight}
+        self.lead_times = {n: t for n, t in self.lead_times.items() if n in self.templates}
         self.limit_used = [{} for _ in config.limits]
         self.pending, self.held, self.buckets, self.running = {}, {}, {}, {}
         self.ends = []
@@ -494,7 +501,8 @@ class SchedulerState:
     def _supply(self, event: SupplyChanged) -> None:
         templates = self.templates
         in_flight, allowances = event.in_flight, event.allowance
-        for names in (in_flight, allowances):
+        requested, lead_times = event.requested, event.lead_time
+        for names in (in_flight, allowances, requested, lead_times):
             for name in names:
                 if name not in templates:
                     raise SchedulerInputError(f"unknown template '{name}'")
@@ -507,6 +515,13 @@ class SchedulerState:
             for key, value in values.items()
         ] if tokens or borrowed or headroom else []
         self.in_flight.update(in_flight)
+        for name, times in requested.items():
+            self.requested[name] = sorted(times)
+        for name, lead in lead_times.items():
+            if lead < 0:
+                self.lead_times.pop(name, None)
+            else:
+                self.lead_times[name] = float(lead)
         for name, allowance in allowances.items():
             if allowance < 0:  # a negative allowance lifts the runtime cap
                 self.allowance.pop(name, None)
@@ -519,6 +534,29 @@ class SchedulerState:
             setattr(pool, field, float(value))
             if field == "borrowed":
                 pool.record(event.time)
+
+    def lead_time(self, template: str) -> float:
+        """How long a new host of `template` is expected to take to join: the runtime
+        estimate, else the template's expected_lead_time, else 300 s."""
+        found = self.lead_times.get(template)
+        if found is not None:
+            return found
+        configured = self.templates[template].expected_lead_time
+        return DEFAULT_LEAD_TIME if configured is None else configured
+
+    def arrivals(self, template: str, now: float) -> list[float]:
+        """When each in-flight host of `template` is expected to join, earliest first:
+        its request time plus the lead time, one second from now when overdue; hosts
+        in flight without a known request time, now plus the lead time."""
+        count = max(0, self.in_flight.get(template, 0))
+        if not count:
+            return []
+        lead = self.lead_time(template)
+        soonest = now + 1.0
+        times = self.requested.get(template, [])
+        found = [max(soonest, t + lead) for t in times[:count]]
+        found.extend([now + lead] * (count - len(found)))
+        return found
 
     def template_alive(self, template: str) -> int:
         """Hosts of `template` present now (joined, whatever their state)."""
