@@ -215,11 +215,11 @@ def test_in_flight_hosts_are_used_before_new_ones(session):
     assert "surplus" not in s.demand, "both in-flight hosts are used"
 
 
-def test_in_flight_hosts_stand_in_for_new_hosts_of_their_own_template(session):
-    """In-flight hosts are opened exactly where new hosts of their template would be:
-    templates keep their rank, so a second session that finds last session's demand
-    in flight places the same jobs on it and asks for nothing more. In-flight hosts of
-    a lower-ranked template that no job needs are reported as surplus."""
+def test_in_flight_hosts_of_any_template_come_before_a_new_host(session):
+    """Issue 18, item 2: in-flight hosts of any template that can take a job are used
+    before a new host of any template is requested; templates keep their rank among
+    in-flight hosts, so a second session that finds last session's demand in flight
+    places the same jobs on it and asks for nothing more."""
     s = session("""
         now: 1000
         cluster:
@@ -232,15 +232,15 @@ def test_in_flight_hosts_stand_in_for_new_hosts_of_their_own_template(session):
         jobs:
           - {ids: "1-3", n: 2}
     """)
-    assert s.demand["hosts"] == [host_entry("small", 1, 1, [1, 2, 3])], (
-        "the better-ranked template takes the jobs: its in-flight host first, then a new one"
-    )
+    assert s.demand["hosts"] == [
+        host_entry("small", 0, 1, [1, 2]), host_entry("big", 0, 1, [3])
+    ], "the better-ranked in-flight host first, then the lower-ranked one: nothing new"
     assert s.reasons == {
         1: waiting("small", "1 host in flight"),
         2: waiting("small", "1 host in flight"),
-        3: waiting("small", "1 new host requested this session"),
+        3: waiting("big", "1 host in flight"),
     }
-    assert s.demand["surplus"] == {"hosts": [{"template": "big", "count": 1}], "resources": []}
+    assert "surplus" not in s.demand, "both in-flight hosts are used"
 
 
 def test_queue_priority_decides_who_gets_the_last_allowed_host(session):

@@ -701,7 +701,13 @@ def test_session_result_json_has_the_formats_md_shape(run):
     assert list(obj) == [
         "now", "dispatch", "pending", "demand", "idle", "reservations", "next_due", "stats"
     ], "the session result has exactly the top-level keys of FORMATS.md, then next_due"
-    assert obj["reservations"] == [], "no reservation without reserve_depth"
+    assert obj["reservations"] == [
+        {"job": 2, "start": 1300.0, "hosts": {"big:virtual": 8}, "virtual": True},
+        {"job": 3, "start": 1300.0, "hosts": {"big:virtual": 8}, "virtual": True},
+    ], (
+        "no reservation on real capacity without reserve_depth; the jobs placed on new "
+        "hosts of big hold them from now + the default expected_lead_time of 300 s"
+    )
     assert obj["next_due"] is None, "c1 is idle already and nothing else falls due"
     shown = {k: v for k, v in obj.items() if k not in ("stats", "reservations", "next_due")}
     assert shown == JSON_EXPECTED, (
@@ -749,7 +755,8 @@ def test_cli_session_json_prints_exactly_the_session_result(tmp_path, run):
     assert shown == JSON_EXPECTED, (
         "`xce sched session FILE --json` prints the session result of FORMATS.md"
     )
-    assert printed["reservations"] == [] and printed["next_due"] is None
+    assert [r["job"] for r in printed["reservations"]] == [2, 3]  # held on new hosts
+    assert all(r["virtual"] for r in printed["reservations"]) and printed["next_due"] is None
     assert set(printed["stats"]) >= {"pending", "real_pass_ms", "catalog_pass_ms", "end_ms"}
 
 

@@ -13,8 +13,10 @@ from pathlib import Path
 import click
 import msgspec
 
+from xce.cli.client_cmds import table
+from xce.cli.ranges import jobs_column
 from xce.config import ConfigError, load_config
-from xce.provisioner.daemon import Provisioner, Status
+from xce.provisioner.daemon import Provisioner
 from xce.provisioner.provider import ProviderError
 from xce.provisioner.registry import (
     ProviderContext,
@@ -23,6 +25,7 @@ from xce.provisioner.registry import (
     default_providers,
     load_providers,
 )
+from xce.provisioner.status import Status
 
 
 def _pool(text: str) -> tuple[str, float]:
@@ -49,7 +52,8 @@ def provisioner(ctx: click.Context) -> None:
               required=True, help="The instance's --work directory.")
 @click.option("--json", "as_json", is_flag=True)
 def status(work_dir: str, as_json: bool) -> None:
-    """Leases held, hosts requested, and the recent decisions with their reasons."""
+    """Leases held, hosts requested, the open requests with the jobs each was made
+    for, and the recent decisions with their reasons."""
     path = Path(work_dir) / STATUS_FILE
     if not path.exists():
         raise click.ClickException(f"{path}: no status yet (is the provisioner running?)")
@@ -57,12 +61,25 @@ def status(work_dir: str, as_json: bool) -> None:
     if as_json:
         click.echo(msgspec.json.encode(shown).decode())
         return
+    click.echo("\n".join(status_lines(shown)))
+
+
+def status_lines(shown: Status) -> list[str]:
+    """`xce provisioner status` as text: a header, the open requests (JOBS: the first
+    jobs each was made for, then how many more), the decisions."""
     leases = ", ".join(f"{p} (token {t})" for p, t in shown.leases.items()) or "none"
-    click.echo(f"Instance {shown.name}, last round {time.ctime(shown.time)}; leases: {leases}")
-    click.echo(f"Hosts requested, not joined: {', '.join(shown.expected) or 'none'}")
-    for d in shown.decisions:
-        click.echo(f"{time.strftime('%H:%M:%S', time.localtime(d.time))}  {d.action:<16} "
-                   f"{d.detail:<20} {d.reason}: {d.outcome}")
+    lines = [f"Instance {shown.name}, last round {time.ctime(shown.time)}; leases: {leases}",
+             f"Hosts requested, not joined: {', '.join(shown.expected) or 'none'}"]
+    if shown.requests:
+        lines += ["Open requests:", *("  " + line for line in table(
+            ("REQUEST", "PROVIDER", "TEMPLATE", "HOSTS", "STATE", "JOBS"),
+            [[r.request, r.provider, r.template, str(r.count), r.state, jobs_column(r.jobs)]
+             for r in shown.requests], ("HOSTS",)))]
+    else:
+        lines.append("Open requests: none")
+    lines += [f"{time.strftime('%H:%M:%S', time.localtime(d.time))}  {d.action:<16} "
+              f"{d.detail:<20} {d.reason}: {d.outcome}" for d in shown.decisions]
+    return lines
 
 
 @provisioner.command("run")

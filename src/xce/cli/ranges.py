@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 
 def id_ranges(ids: Iterable[int], most: int = 12) -> str:
@@ -23,3 +23,13 @@ def id_ranges(ids: Iterable[int], most: int = 12) -> str:
     if len(parts) > most:
         return " ".join(parts[:most]) + f" ... (+{len(parts) - most} more)"
     return " ".join(parts)
+
+
+def jobs_column(jobs: Sequence[int], shown: int = 2) -> str:
+    """A JOBS column: the first `shown` ids in their order, then how many more
+    ([1203, 1204, ... 19 ids] -> '1203,1204,+17'); '-' for none."""
+    if not jobs:
+        return "-"
+    if len(jobs) <= shown + 1:
+        return ",".join(map(str, jobs))
+    return ",".join(map(str, jobs[:shown])) + f",+{len(jobs) - shown}"

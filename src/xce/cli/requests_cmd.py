@@ -9,9 +9,11 @@ import click
 
 from xce.cli.client import Client, with_client
 from xce.cli.client_cmds import JSON_OPTION, _echo_json, _echo_lines, table
+from xce.cli.ranges import id_ranges, jobs_column
 from xce.model.api import HistoryList, RequestList
 
-REQUEST_COLUMNS = ("REQUEST", "PROVIDER", "TEMPLATE", "HOSTS", "STATE", "SINCE", "REASON")
+REQUEST_COLUMNS = ("REQUEST", "PROVIDER", "TEMPLATE", "HOSTS", "STATE", "SINCE", "JOBS",
+                   "REASON")
 INSTANCE_COLUMNS = ("HOST", "INSTANCE", "STATE", "SINCE", "REASON")
 
 
@@ -20,13 +22,14 @@ def _clock(epoch: float) -> str:
 
 
 def requests_lines(answer: RequestList, long: bool) -> list[str]:
-    """One line per request; with `long`, its instances under it."""
+    """One line per request (JOBS: the first jobs it was made for, then how many
+    more); with `long`, the jobs it was made for and its instances under it."""
     if not answer.requests:
         return ["No provisioning request."]
     if not long:
         return table(REQUEST_COLUMNS, [
             [r.request, r.provider, r.template, str(r.count), r.state, _clock(r.since),
-             r.reason]
+             jobs_column(r.jobs), r.reason]
             for r in answer.requests
         ], ("HOSTS",))
     lines: list[str] = []
@@ -35,6 +38,7 @@ def requests_lines(answer: RequestList, long: bool) -> list[str]:
             f"Request <{r.request}>, provider <{r.provider}>, template <{r.template}>, "
             f"{r.count} host(s), by <{r.holder}>, made {time.ctime(r.created)}",
             f"  {r.state} since {_clock(r.since)}: {r.reason}",
+            f"  for job(s) {id_ranges(r.jobs)}" if r.jobs else "  for no job (by hand)",
             *("  " + line for line in table(INSTANCE_COLUMNS, [
                 [i.host, i.instance_id or "-", i.state, _clock(i.since), i.reason]
                 for i in r.instances

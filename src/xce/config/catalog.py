@@ -17,6 +17,7 @@ _TEMPLATE_KEYS = (
     "max",
     "rank",
     "idle_time",
+    "expected_lead_time",
 )
 _COUNTABLE_KEYS = ("resource", "pool", "max_borrow", "idle_time", "provider")
 
@@ -74,6 +75,7 @@ def _read_templates(
                 max=entry.integer("max", 0, minimum=0),
                 rank=entry.integer("rank", 0),
                 idle_time=entry.optional_number("idle_time", minimum=0),
+                expected_lead_time=entry.optional_number("expected_lead_time", minimum=0),
             )
         )
     return tuple(templates)

@@ -14,6 +14,7 @@ from xce.model.policy import (
 
 POLICY_KEYS = (
     "persistence", "max_requests_per_round", "min_hosts", "max_hosts", "max_lifetime", "backoff",
+    "keep_idle_while_demand", "scale_down_delay_after_add", "cancel_surplus",
 )
 
 SIMULATION_KEYS = ("seed", "enforce_run_limits", "providers", "countables")
@@ -43,6 +44,13 @@ def read_policy(value: object | None, place: Place, catalog: Catalog) -> PolicyC
         max_lifetime=section.number("max_lifetime", defaults.max_lifetime, minimum=0),
         backoff_initial=backoff_initial,
         backoff_max=backoff_max,
+        keep_idle_while_demand=section.flag(
+            "keep_idle_while_demand", defaults.keep_idle_while_demand
+        ),
+        scale_down_delay_after_add=section.number(
+            "scale_down_delay_after_add", defaults.scale_down_delay_after_add, minimum=0
+        ),
+        cancel_surplus=section.flag("cancel_surplus", defaults.cancel_surplus),
     )
 
 

@@ -367,7 +367,7 @@ def request_info(ctl: Controller, record: RequestRecord,
         record.state, record.reason, record.since, record.created,
         [InstanceInfo(i.host, i.request, i.provider, i.template, i.state, i.reason, i.since,
                       i.instance_id, i.joined) for i in instances],
-        list(hosts),
+        list(hosts), list(record.jobs),
     )
 
 
@@ -376,7 +376,7 @@ async def make_request(request: web.Request) -> web.Response:
     ctl = request.app[CONTROLLER]
     body = await body_of(request, HostsRequest)
     made = await ctl.request_hosts(who, body.template, body.provider, body.request,
-                                   body.count, body.deadline)
+                                   body.count, body.deadline, body.jobs)
     hosts = [Expected(e.name, e.template, e.provider, e.request, e.deadline, token)
              for e, token in made]
     record = ctl.records.requests[made[0][0].request]
@@ -514,7 +514,7 @@ async def set_catalog(request: web.Request) -> web.Response:
     who = caller(request, MANAGERS)
     body = await body_of(request, CatalogRequest)
     ctl = request.app[CONTROLLER]
-    supply.fence(ctl, who, templates=body.allowance, pools=body.headroom)
+    supply.fence(ctl, who, templates=[*body.allowance, *body.lead_time], pools=body.headroom)
     return reply(await supply.set_catalog(ctl, body))
 
 

@@ -14,7 +14,7 @@ import hashlib
 import logging
 import secrets
 import time as wallclock
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NoReturn
 
@@ -167,7 +167,8 @@ class Controller:
 
     # ------------------------------------------------------------------ life
     async def start(self) -> None:
-        """Recover from the log, then log the configuration if it is new or changed."""
+        """Recover from the log, then log the configuration if it is new or changed, and
+        the in-flight hosts' request times if the scheduler state lacks them."""
         last = self._recover()
         settle_heap()  # what was recovered stays: keep it out of the collector's way
         self.journal = Journal(self.store, last, asyncio.get_running_loop())
@@ -191,6 +192,9 @@ class Controller:
                 if h.name not in self.view.hosts
             ]
             await self.commit(now, [ConfigLoaded(self.config), *added])
+        drift = in_flight_drift(self.state, self.view, now)
+        if drift:
+            await self.commit(now, drift)
 
     def _recover(self) -> int:
         last = 0
@@ -545,7 +549,7 @@ class Controller:
             why = reason_for(name, expected.state, "removed")
             events: list[Event] = [ExpectedHostEnded(name, "removed", why, now)]
             if expected.state == "expected":  # a failed one already left the count
-                events.append(self._in_flight(expected.template, -1))
+                events.append(self._in_flight(expected.template, {name}))
             await self.commit(now, events)
             return
         host = self._host(who, name)
@@ -554,17 +558,24 @@ class Controller:
         self._transition(name, "removed")  # only a decommissioned host may go
         await self.commit(now, [HostRemoved(name, now)])
 
-    def _in_flight(self, template: str, change: int) -> SupplyChanged:
-        count = self.view.in_flight(template) + change
-        return SupplyChanged(in_flight={template: count}, time=self.clock())
+    def _in_flight(self, template: str, leaving: Collection[str] = (),
+                   added: Sequence[float] = ()) -> SupplyChanged:
+        """The scheduler's in-flight hosts of `template` once `leaving` (expected hosts
+        that joined, failed or were cancelled) are gone and `added` (request times of
+        new ones) are in: their count and when each was requested (its expected host's
+        creation), so that the plan expects each at its own request time + lead time."""
+        times = sorted([*self.view.requested(template, leaving), *added])
+        return SupplyChanged(in_flight={template: len(times)}, requested={template: times},
+                             time=self.clock())
 
     async def request_hosts(self, who: Identity, template: str, provider: str,
-                            request: str, count: int,
-                            deadline_in: float) -> list[tuple[ExpectedHost, str]]:
-        """A request of `count` hosts of `template` from its provider, recorded with one
-        instance record and one expected host per host, all in one commit. Each host
-        counts as in flight at once; an agent may join as it with its single-use token
-        until the deadline. Refused whole if the template's max would be passed."""
+                            request: str, count: int, deadline_in: float,
+                            jobs: Sequence[int] = ()) -> list[tuple[ExpectedHost, str]]:
+        """A request of `count` hosts of `template` from its provider for `jobs` (the
+        demand's, in scheduling order), recorded with one instance record and one
+        expected host per host, all in one commit. Each host counts as in flight at
+        once (requested now); an agent may join as it with its single-use token until
+        the deadline. Refused whole if the template's max would be passed."""
         found = self.state.templates.get(template)
         if found is None:
             raise ApiProblem(404, f"template {template}: no such template in the catalog")
@@ -583,7 +594,8 @@ class Controller:
             raise ApiProblem(409, f"Template {template} allows no more hosts (max {found.max}, "
                                   f"{alive} alive or in flight, {count} asked)")
         events: list[Event] = [
-            RequestRecorded(request, found.provider, template, count, who.name, now)]
+            RequestRecorded(request, found.provider, template, count, who.name, now,
+                            tuple(jobs))]
         tokens: list[tuple[str, str]] = []
         for number in range(self.view.last_host_number + 1,
                             self.view.last_host_number + 1 + count):
@@ -596,7 +608,7 @@ class Controller:
                              now + deadline_in, now),
                 InstanceRecorded(name, request, found.provider, template, now),
             ]
-        events.append(self._in_flight(template, +count))
+        events.append(self._in_flight(template, added=[now] * count))
         await self.commit(now, events)
         return [(self.view.expected[name], token) for name, token in tokens]
 
@@ -645,7 +657,7 @@ class Controller:
         for expected in cancelled:
             events.append(ExpectedHostEnded(expected.name, "removed", f"refused: {reason}", now))
         if cancelled:
-            events.append(self._in_flight(record.template, -len(cancelled)))
+            events.append(self._in_flight(record.template, {e.name for e in cancelled}))
         await self.commit(now, events)
         return record
 
@@ -669,7 +681,7 @@ class Controller:
             raise ApiProblem(409, str(err)) from err
         if expected is not None and expected.state == "expected":
             events += [ExpectedHostEnded(host, "failed", why, now),
-                       self._in_flight(expected.template, -1)]
+                       self._in_flight(expected.template, {host})]
         await self.commit(now, events)
         return instance
 
@@ -735,7 +747,7 @@ class Controller:
         return [
             HostAdded(expected.name, template.slots, template.type, template.model, resources,
                       template.name, "ok", now, provider=expected.provider),
-            self._in_flight(expected.template, -1),
+            self._in_flight(expected.template, {expected.name}),
         ]
 
     async def heartbeat(self, name: str, beat: Heartbeat) -> HeartbeatReply:
@@ -847,7 +859,7 @@ class Controller:
             why = reason_for(expected.name, "expected", "failed")
             lost.append(ExpectedHostEnded(expected.name, "failed", why, now))
         for template in sorted({e.template for e in late}):
-            lost.append(self._in_flight(template, -sum(e.template == template for e in late)))
+            lost.append(self._in_flight(template, {e.name for e in late}))
         for host in self.view.hosts.values():
             if (
                 host.state == "unreach"
@@ -864,6 +876,20 @@ class Controller:
                         lost.extend(self._lost(job, now, f"host {host.name} unreachable"))
         if lost:
             await self.commit(now, lost)
+
+
+def in_flight_drift(state: SchedulerState, view: ClusterView, now: float) -> list[Event]:
+    """The in-flight hosts the scheduler state counts or times otherwise than the
+    expected-host records, which are the truth (a log written before request times
+    were sent to the scheduler): one SupplyChanged per template that differs."""
+    events: list[Event] = []
+    for template in state.templates:
+        times = view.requested(template)
+        count = max(0, state.in_flight.get(template, 0))
+        if count != len(times) or (times and state.requested.get(template) != times):
+            events.append(SupplyChanged(in_flight={template: len(times)},
+                                        requested={template: times}, time=now))
+    return events
 
 
 def _session(state: SchedulerState, now: float) -> tuple[SessionResult, dict[int, tuple[str, str]]]:

@@ -33,8 +33,9 @@ def told(event: Event) -> str | None:
     """One line for a fact about supply; None for the others (jobs, sessions)."""
     match event:
         case RequestRecorded(request=rid, template=template, count=count, provider=provider,
-                             holder=holder):
-            return f"request {rid}: {count} x {template} from {provider}, by {holder}"
+                             holder=holder, jobs=jobs):
+            return (f"request {rid}: {count} x {template} from {provider}, by {holder}"
+                    + _for_jobs(jobs))
         case RequestChanged(request=rid, state=state, reason=reason):
             return f"request {rid} {state}: {reason}"
         case InstanceRecorded(host=host, request=rid):
@@ -59,12 +60,24 @@ def told(event: Event) -> str | None:
             return f"lease {provider}: held by {holder}, fencing token {token}"
         case LeaseReleased(provider=provider, holder=holder, token=token):
             return f"lease {provider}: released by {holder} (token {token})"
-        case SupplyChanged(allowance=allowance, headroom=headroom) if allowance or headroom:
+        case SupplyChanged(allowance=allowance, headroom=headroom, lead_time=lead) if (
+            allowance or headroom or lead
+        ):
             parts = [f"allowance {t} {'lifted' if a < 0 else a}" for t, a in allowance.items()]
             parts += [f"headroom {p} {'lifted' if h < 0 else f'{h:g}'}"
                       for p, h in headroom.items()]
+            parts += [f"lead time {t} {'configured' if s < 0 else f'{s:.1f} s'}"
+                      for t, s in lead.items()]
             return "runtime catalog: " + ", ".join(parts)
     return None
+
+
+def _for_jobs(jobs: tuple[int, ...], shown: int = 5) -> str:
+    """`, for jobs 3, 4, 9` (the first few, then how many more); nothing for none."""
+    if not jobs:
+        return ""
+    more = f" and {len(jobs) - shown} more" if len(jobs) > shown else ""
+    return f", for job(s) {', '.join(map(str, jobs[:shown]))}{more}"
 
 
 def entries(facts: Iterable[Fact], limit: int) -> list[HistoryEntry]:

@@ -99,6 +99,7 @@ class RequestRecord(msgspec.Struct):
     since: float
     created: float
     hosts: list[str] = []
+    jobs: list[int] = []  # the jobs it was made for, in scheduling order
 
 
 def instance_reason(host: str, current: str, target: str, reason: str = "") -> str:
@@ -140,7 +141,7 @@ class RecordBook:
             case RequestRecorded(request=rid, time=time) if rid not in self.requests:
                 self.requests[rid] = RequestRecord(
                     rid, event.provider, event.template, event.count, event.holder,
-                    "requested", "recorded", time, time)
+                    "requested", "recorded", time, time, jobs=list(event.jobs))
             case RequestChanged(request=rid, state=state, reason=reason, time=time):
                 record = self.requests[rid]
                 record.state, record.reason, record.since = state, reason, time

@@ -7,7 +7,8 @@ return takes the tokens out of the pool's total at once; the controller itself l
 `returned` once the tokens in use fit within what is left (`settle_returns`).
 
 The runtime catalog is what the provisioning side may change while the controller
-runs: each template's allowance and each countable pool's headroom.
+runs: each template's allowance and observed lead time, and each countable pool's
+headroom.
 
 A refused request raises ApiProblem and logs nothing.
 """
@@ -199,6 +200,8 @@ def catalog(ctl: Controller) -> CatalogInfo:
             name=template.name, provider=template.provider, slots=template.slots,
             max=template.max, rank=template.rank, alive=alive, in_flight=in_flight,
             allowance=allowance, available=max(0, available),
+            lead_time=state.lead_time(template.name),
+            runtime_lead_time=state.lead_times.get(template.name),
         ))
     countables = []
     for pools in state.pools.values():
@@ -216,10 +219,11 @@ def catalog(ctl: Controller) -> CatalogInfo:
 
 
 async def set_catalog(ctl: Controller, request: CatalogRequest) -> CatalogInfo:
-    """Set (or lift, with null) runtime allowances and headrooms; one fact for all."""
+    """Set (or lift, with null) runtime allowances, lead times and headrooms; one fact
+    for all."""
     await _quiet(ctl)
     state = ctl.state
-    for name in request.allowance:
+    for name in [*request.allowance, *request.lead_time]:
         if name not in state.templates:
             known = ", ".join(state.templates) or "none is configured"
             raise ApiProblem(400, f"unknown template {name!r} (templates: {known})")
@@ -237,8 +241,12 @@ async def set_catalog(ctl: Controller, request: CatalogRequest) -> CatalogInfo:
         headroom[pool.label] = min(float(value), room)
     allowance = {name: LIFT if value is None else value
                  for name, value in request.allowance.items()}
-    if allowance or headroom:
+    lead_time = {name: float(LIFT) if value is None else float(value)
+                 for name, value in request.lead_time.items()}
+    if allowance or headroom or lead_time:
         now = ctl.clock()
-        log.info("runtime catalog: allowance %s, headroom %s", allowance, headroom)
-        await ctl.emit(now, [SupplyChanged(allowance=allowance, headroom=headroom, time=now)])
+        log.info("runtime catalog: allowance %s, headroom %s, lead time %s",
+                 allowance, headroom, lead_time)
+        await ctl.emit(now, [SupplyChanged(allowance=allowance, headroom=headroom,
+                                           lead_time=lead_time, time=now)])
     return catalog(ctl)

@@ -7,6 +7,8 @@ scheduling decision taken on an older version can be recognised as stale and dro
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import msgspec
 
 from xce.model.cluster import ClusterConfig, ResourceValue
@@ -229,6 +231,13 @@ class ClusterView:
         """Expected hosts of `template` that may still join."""
         return sum(1 for e in self.expected.values()
                    if e.template == template and e.state == "expected")
+
+    def requested(self, template: str, leaving: Collection[str] = ()) -> list[float]:
+        """When each expected host of `template` that may still join (but `leaving`)
+        was requested, earliest first."""
+        return sorted(e.since for e in self.expected.values()
+                      if e.template == template and e.state == "expected"
+                      and e.name not in leaving)
 
     def forget_finished(self, before: float) -> None:
         """Drop jobs that finished before `before` (LSF's CLEAN_PERIOD)."""

@@ -142,6 +142,9 @@ class Expected(msgspec.Struct, frozen=True):
     join_token: str
 
 
+MAX_REQUEST_JOBS = 100_000  # job ids one request records, at most (the first ones)
+
+
 class HostsRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`POST /requests` (admin, provisioner): `count` hosts of a template from its
     provider, recorded as a request with one instance and one expected host each."""
@@ -151,6 +154,8 @@ class HostsRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     provider: str = ""  # default: the template's (another is refused)
     request: str = ""  # the request id (default: made up)
     deadline: Annotated[float, msgspec.Meta(gt=0, le=30 * 86400)] = 600.0  # seconds to join
+    # the jobs the hosts are for, in scheduling order (what the demand named)
+    jobs: Annotated[list[Positive], msgspec.Meta(max_length=MAX_REQUEST_JOBS)] = []
 
 
 class InstanceInfo(msgspec.Struct, frozen=True):
@@ -182,6 +187,7 @@ class RequestInfo(msgspec.Struct, frozen=True):
     created: float
     instances: list[InstanceInfo] = []
     hosts: list[Expected] = []
+    jobs: list[int] = []  # the jobs it was made for, in scheduling order
 
 
 class RequestList(msgspec.Struct, frozen=True):
@@ -284,16 +290,23 @@ class ResourceList(msgspec.Struct, frozen=True):
 class CatalogRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`POST /catalog`: runtime caps. `allowance`: template -> how many more hosts it
     may get now (null: no runtime cap); `headroom`: pool -> how many more tokens may be
-    borrowed now (null: back to what max_borrow leaves)."""
+    borrowed now (null: back to what max_borrow leaves); `lead_time`: template -> the
+    seconds a new host is expected to take from request to join, as observed (null:
+    back to the template's expected_lead_time)."""
 
     allowance: dict[str, Annotated[int, msgspec.Meta(ge=0)] | None] = {}
     headroom: dict[str, Annotated[float, msgspec.Meta(ge=0)] | None] = {}
+    # template -> observed request-to-join seconds (null: back to expected_lead_time)
+    lead_time: dict[str, Annotated[float, msgspec.Meta(ge=0, le=30 * 86400)] | None] = {}
 
 
 class TemplateInfo(msgspec.Struct, frozen=True):
     """A host template: `alive` hosts of it, `in_flight` (requested, not joined),
     `allowance` (the runtime cap, None: none) and `available`: how many more hosts the
-    scheduler may ask for now (max less alive and in flight, within the allowance)."""
+    scheduler may ask for now (max less alive and in flight, within the allowance);
+    `lead_time`: the request-to-join seconds the scheduler plans with (the observed
+    `runtime_lead_time` when one was set, else the configured expected_lead_time,
+    else 300)."""
 
     name: str
     provider: str
@@ -304,6 +317,8 @@ class TemplateInfo(msgspec.Struct, frozen=True):
     in_flight: int
     allowance: int | None
     available: int
+    lead_time: float = 300.0
+    runtime_lead_time: float | None = None
 
 
 class CountableInfo(msgspec.Struct, frozen=True):

@@ -181,8 +181,9 @@ class LeaseReleased(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
 
 class RequestRecorded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     """A provisioning request of `count` hosts of `template`, made by `holder` (a
-    provisioner instance or an admin). The controller's record (docs/requests.md); the
-    scheduler ignores it."""
+    provisioner instance or an admin), for `jobs` (the demand's jobs, in scheduling
+    order; none for a request an admin made by hand). The controller's record
+    (docs/requests.md); the scheduler ignores it."""
 
     request: str
     provider: str
@@ -190,6 +191,7 @@ class RequestRecorded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     count: int
     holder: str
     time: float = 0
+    jobs: tuple[int, ...] = ()
 
 
 class RequestChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):

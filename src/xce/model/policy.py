@@ -23,6 +23,8 @@ class PolicyConfig(msgspec.Struct, frozen=True):
     # s after hosts of a template were requested during which none of its idle hosts
     # is drained (Cluster Autoscaler's scale-down-delay-after-add; 0: off)
     scale_down_delay_after_add: float = 0
+    # in-flight hosts no pending job needs any more are cancelled before they join
+    cancel_surplus: bool = True
 
 
 class LeadTime(msgspec.Struct, frozen=True):

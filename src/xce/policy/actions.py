@@ -12,6 +12,15 @@ class RequestHosts(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
     jobs: tuple[int, ...] = ()  # the jobs the demand was for, in scheduling order
 
 
+class CancelHosts(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
+    """Cancel `count` hosts of a template still in flight (requested, not joined): the
+    latest requested first."""
+
+    template: str
+    count: int
+    reason: str
+
+
 class RequestTokens(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
     resource: str  # "vcs" or "hspice/cloud"
     amount: float
@@ -47,4 +56,7 @@ class SetAllowance(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
     reason: str
 
 
-Action = RequestHosts | RequestTokens | DrainHost | DecommissionHost | ReturnTokens | SetAllowance
+Action = (
+    RequestHosts | CancelHosts | RequestTokens | DrainHost | DecommissionHost | ReturnTokens
+    | SetAllowance
+)

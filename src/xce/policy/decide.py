@@ -15,6 +15,7 @@ from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, Idle
 from xce.policy.actions import (
     Action,
+    CancelHosts,
     DecommissionHost,
     DrainHost,
     RequestHosts,
@@ -75,6 +76,10 @@ class PolicyMemory(msgspec.Struct, frozen=True):
     demand_since: dict[str, float] = {}  # template or resource -> demand seen since
     backoff_until: dict[str, float] = {}  # template -> no requests before
     backoff_delay: dict[str, float] = {}  # template -> the last back-off delay
+    added_at: dict[str, float] = {}  # template -> when this policy last requested hosts of it
+    # template -> when the scale-down delay that held back idle hosts of it in the last
+    # round ends (the policy's timer: `xce.policy.timers`)
+    held_until: dict[str, float] = {}
 
 
 def decide(
@@ -83,11 +88,59 @@ def decide(
     """The actions of one round and the memory for the next."""
     now = inp.now
     actions: list[Action] = []
+    backoff_until, backoff_delay = _backoffs(inp, memory, config, actions)
+    demand_since: dict[str, float] = {}
+    _request_hosts(inp, memory, config, catalog, backoff_until, demand_since, actions)
+    if config.cancel_surplus:
+        for surplus in inp.demand.surplus_hosts:
+            if surplus.count > 0:
+                actions.append(
+                    CancelHosts(
+                        surplus.template, surplus.count,
+                        f"{surplus.count} hosts in flight that no pending job needs",
+                    )
+                )
+    added_at = memory.added_at
+    for action in actions:
+        if isinstance(action, RequestHosts):
+            if added_at is memory.added_at:
+                added_at = dict(added_at)  # (the memory given is not changed)
+            added_at[action.template] = now
+
+    for res in inp.demand.resources:
+        if res.amount <= 0:
+            continue
+        key = f"tokens:{res.resource}"
+        since = memory.demand_since.get(key, now)
+        demand_since[key] = since
+        if now - since >= config.persistence:
+            actions.append(
+                RequestTokens(
+                    res.resource, res.amount,
+                    f"short {res.amount:g} for {len(res.jobs)} jobs for {now - since:g} s",
+                )
+            )
+
+    held_until: dict[str, float] = {}
+    actions.extend(_reclaim(inp, config, added_at, held_until))
+    for res_idle in inp.idle.resources:
+        actions.append(
+            ReturnTokens(res_idle.resource, res_idle.amount, "borrowed tokens idle")
+        )
+    return actions, PolicyMemory(
+        demand_since, backoff_until, backoff_delay, added_at, held_until
+    )
+
+
+def _backoffs(
+    inp: PolicyInput, memory: PolicyMemory, config: PolicyConfig, actions: list[Action]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Back-off: after a failure, no requests for a while, doubling per failure; the
+    template's allowance is set to 0 (appended to `actions`) so the scheduler moves its
+    demand to the next template by rank. The back-offs and their delays after it."""
+    now = inp.now
     backoff_until = dict(memory.backoff_until)
     backoff_delay = dict(memory.backoff_delay)
-    # Back-off: after a failure, no requests for a while, doubling per failure; the
-    # template's allowance is set to 0 so the scheduler moves its demand to the next
-    # template by rank.
     for template in sorted(set(inp.failures)) if inp.failures else ():
         delay = backoff_delay.get(template, 0.0)
         delay = config.backoff_initial if delay == 0 else min(config.backoff_max, 2 * delay)
@@ -101,10 +154,21 @@ def decide(
         if until <= now:
             del backoff_until[template]
             actions.append(SetAllowance(template, None, "back-off over"))
+    return backoff_until, backoff_delay
 
-    alive = dict(inp.alive)
-    demand_since: dict[str, float] = {}
 
+def _request_hosts(
+    inp: PolicyInput,
+    memory: PolicyMemory,
+    config: PolicyConfig,
+    catalog: Catalog,
+    backoff_until: dict[str, float],
+    demand_since: dict[str, float],
+    actions: list[Action],
+) -> None:
+    """Host requests for demand that persisted (each with the demand's jobs), then
+    `min_hosts` top-ups, appended to `actions`; `demand_since` gets each template's."""
+    now, alive = inp.now, inp.alive
     for entry in inp.demand.hosts:
         name = entry.template
         if entry.count <= 0 or name in backoff_until:
@@ -121,6 +185,7 @@ def decide(
                     name, count,
                     f"demand of {entry.count} hosts for {len(entry.jobs)} jobs persisted "
                     f"{seconds(now - since)} s",
+                    tuple(entry.jobs),
                 )
             )
     for name, minimum in sorted(config.min_hosts.items()):
@@ -131,27 +196,6 @@ def decide(
         if have + requested < minimum and name not in backoff_until:
             missing = minimum - have - requested
             actions.append(RequestHosts(name, missing, f"keep at least {minimum}"))
-
-    for res in inp.demand.resources:
-        if res.amount <= 0:
-            continue
-        key = f"tokens:{res.resource}"
-        since = memory.demand_since.get(key, now)
-        demand_since[key] = since
-        if now - since >= config.persistence:
-            actions.append(
-                RequestTokens(
-                    res.resource, res.amount,
-                    f"short {res.amount:g} for {len(res.jobs)} jobs for {now - since:g} s",
-                )
-            )
-
-    actions.extend(_reclaim(inp, config, alive))
-    for res_idle in inp.idle.resources:
-        actions.append(
-            ReturnTokens(res_idle.resource, res_idle.amount, "borrowed tokens idle")
-        )
-    return actions, PolicyMemory(demand_since, backoff_until, backoff_delay)
 
 
 def quiet_memory(
@@ -179,6 +223,10 @@ def quiet_memory(
     for entry in demand.hosts:
         if entry.count > 0:
             return None
+    if policy.cancel_surplus:
+        for surplus in demand.surplus_hosts:
+            if surplus.count > 0:
+                return None
     for res in demand.resources:
         if res.amount > 0:
             return None
@@ -188,9 +236,10 @@ def quiet_memory(
     delay = memory.backoff_delay
     if joined and any(template in delay for template in joined):
         delay = {t: d for t, d in delay.items() if t not in joined}
-    elif not memory.demand_since:
+    elif not memory.demand_since and not memory.held_until:
         return memory
-    return PolicyMemory({}, {}, dict(delay))
+    # (no host requested: `added_at` as it was; no idle host: none held back)
+    return PolicyMemory({}, {}, dict(delay), memory.added_at, {})
 
 
 def _template_max(catalog: Catalog, name: str) -> int:
@@ -212,18 +261,29 @@ def _room(
     return max(0, cap - alive.get(name, 0) - in_flight.get(name, 0))
 
 
-def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> list[Action]:
-    """Drain idle hosts and hosts past their lifetime; decommission drained empty hosts."""
+def _reclaim(
+    inp: PolicyInput,
+    config: PolicyConfig,
+    added_at: dict[str, float],
+    held_until: dict[str, float],
+) -> list[Action]:
+    """Drain idle hosts and hosts past their lifetime; decommission drained empty hosts.
+
+    An idle host is not drained while this round's demand asks for new hosts of its
+    template (`keep_idle_while_demand`), nor within `scale_down_delay_after_add` of
+    the last request for its template; such a delay's end goes to `held_until`."""
     actions: list[Action] = []
     if not inp.hosts:
         return actions
     keep = config.min_hosts
     lifetime, now = config.max_lifetime, inp.now
-    open_count = dict(alive)
+    open_count = dict(inp.alive)
     for host in inp.hosts:
         if host.state != "ok":
             open_count[host.template] = open_count.get(host.template, 0) - 1
     idle = {h.host: h.idle_for for h in inp.idle.hosts}
+    wanted = _wanted(inp, config) if idle else set()
+    delayed = _delayed(added_at, config.scale_down_delay_after_add, now) if idle else {}
     # In join order (names are unique: no two entries tie)
     for host in _in_join_order(inp.hosts):
         state, template = host.state, host.template
@@ -236,10 +296,34 @@ def _reclaim(inp: PolicyInput, config: PolicyConfig, alive: dict[str, int]) -> l
             actions.append(DrainHost(host.name, f"maximum lifetime ({seconds(lifetime)} s)"))
             open_count[template] -= 1
         elif host.name in idle and open_count[template] > keep.get(template, 0):
+            if template in wanted:
+                continue  # the scheduler wants more of these: keep it
+            if template in delayed:
+                held_until[template] = delayed[template]  # hosts were added lately
+                continue
             reason = f"idle reclaim (idle {seconds(idle[host.name])} s)"
             actions.append(DrainHost(host.name, reason))
             open_count[template] -= 1
     return actions
+
+
+def _wanted(inp: PolicyInput, config: PolicyConfig) -> set[str]:
+    """The templates whose idle hosts are kept for this round's demand of new hosts."""
+    if not config.keep_idle_while_demand:
+        return set()
+    return {entry.template for entry in inp.demand.hosts if entry.count > 0}
+
+
+def _delayed(added_at: dict[str, float], delay: float, now: float) -> dict[str, float]:
+    """Template -> end of its scale-down delay, for those still in it: hosts of it were
+    requested less than `delay` s ago (`now < added + delay`; at the end it drains)."""
+    delayed: dict[str, float] = {}
+    if delay > 0:
+        for template, added in added_at.items():
+            until = added + delay
+            if now < until:
+                delayed[template] = until
+    return delayed
 
 
 def _in_join_order(hosts: list[ProvisionedHost]) -> list[ProvisionedHost]:

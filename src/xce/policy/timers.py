@@ -3,7 +3,8 @@
 A policy round decides from the session's demand and idle supply and from what it
 remembers (`PolicyMemory`). Some of its decisions change with time alone: demand that
 has been reported long enough (`persistence`), a back-off that ends, a host that
-reaches its `max_lifetime`. `next_due` is the earliest such time after now, so that
+reaches its `max_lifetime`, the end of a `scale_down_delay_after_add` that holds back
+idle hosts. `next_due` is the earliest such time after now, so that
 a driver (the simulator; the live provisioner) knows when to run the next round
 without repeating these rules. The scheduler's own timers (planned ends, reservation
 starts, idle thresholds of provisioned hosts and borrowed tokens) come with its
@@ -36,7 +37,7 @@ def next_due(
     read.)"""
     return due_at(
         memory.demand_since, memory.backoff_until, policy.persistence, policy.max_lifetime,
-        joined, now,
+        joined, now, memory.held_until,
     )
 
 
@@ -47,6 +48,7 @@ def due_at(
     max_lifetime: float,
     joined: Iterable[float],
     now: float,
+    held_until: dict[str, float] | None = None,
 ) -> float:
     """`next_due` from the fields it reads (a compiled caller keeps them at hand:
     reading a field of a model struct is a slow generic call there).
@@ -55,7 +57,10 @@ def due_at(
       (`decide`: `now - since >= persistence`);
     * back-off: a template backed off until `until` gets its allowance back then;
     * lifetime: a host that joined at `joined` is drained at `joined + max_lifetime`
-      (0: no limit; `decide`: `now - joined >= max_lifetime`)."""
+      (0: no limit; `decide`: `now - joined >= max_lifetime`);
+    * scale-down delay: idle hosts of a template that the last round held back for
+      `scale_down_delay_after_add` may be drained when it ends (`PolicyMemory.
+      held_until`; `decide`: drained once `now >= until`)."""
     when = NEVER
     if demand_since:
         for since in demand_since.values():
@@ -64,6 +69,10 @@ def due_at(
                 when = at
     if backoff_until:
         for until in backoff_until.values():
+            if now < until < when:
+                when = until
+    if held_until:
+        for until in held_until.values():
             if now < until < when:
                 when = until
     if max_lifetime > 0:

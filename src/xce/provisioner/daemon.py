@@ -15,19 +15,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time as wallclock
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-import msgspec
 
-from xce.model.api import FENCING_HEADER
+from xce.model.api import MAX_REQUEST_JOBS
 from xce.model.cluster import ClusterConfig
 from xce.policy import (
     Action,
@@ -40,35 +38,22 @@ from xce.policy import (
     SetAllowance,
     decide,
 )
+from xce.provisioner.client import ControllerClient, ControllerRefused
+from xce.provisioner.leadtime import LeadTimes
 from xce.provisioner.provider import HostGrant, Instance, Provider, ProviderError
 from xce.provisioner.round import policy_input
+from xce.provisioner.status import (
+    Decision,
+    RequestStatus,
+    Status,
+    open_requests,
+    write_status,
+)
+from xce.provisioner.tokens import TokenLending
+
+__all__ = ["ControllerRefused", "Decision", "Provisioner", "RequestStatus", "Status"]
 
 log = logging.getLogger("xce.provisioner")
-EPSILON = 1e-9
-
-
-class ControllerRefused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-
-
-class Decision(msgspec.Struct, frozen=True):
-    time: float
-    action: str
-    detail: str
-    reason: str
-    outcome: str
-
-
-class Status(msgspec.Struct, frozen=True):
-    """A provisioner instance's status, rewritten after every round."""
-
-    name: str
-    time: float
-    leases: dict[str, int]  # provider -> fencing token held
-    expected: list[str]  # hosts requested, not joined yet
-    decisions: list[Decision]
 
 
 class Provisioner:
@@ -88,57 +73,31 @@ class Provisioner:
         self.orphan_grace = orphan_grace  # s before an unknown instance is released
         self.join_deadline = join_deadline  # s a requested host has to join
         self.status_file = status_file
-        self.url = url.rstrip("/")
-        self.token = token
+        self.client = ControllerClient(url, token)
+        self._call = self.client.call
+        self.fences = self.client.fences  # provider -> fencing token of our lease
         self.name = name
         self.config = config
         self.providers = dict(providers)
         self.lease_ttl = lease_ttl
         self.clock = clock
         self.memory = PolicyMemory()
-        self.fences: dict[str, int] = {}  # provider -> fencing token of our lease
         self._watch: dict[str, str] = {}  # host -> template: instances on their way
         self._noticed: set[str] = set()  # hosts closed on a reclaim notice
         self.decisions: deque[Decision] = deque(maxlen=200)
         self._failures: list[str] = []  # templates whose requests failed this round
         self._backed_off: set[str] = set()  # templates the policy backed off
-        self._session: aiohttp.ClientSession | None = None
-
-    # ------------------------------------------------------------------ controller
-    async def _call(self, method: str, path: str, body: Any = None,
-                    provider: str | None = None) -> Any:
-        assert self._session is not None
-        headers = {"Authorization": f"Bearer {self.token}"}
-        if provider is not None and provider in self.fences:
-            headers[FENCING_HEADER] = str(self.fences[provider])
-        async with self._session.request(method, self.url + path, json=body,
-                                         headers=headers) as answer:
-            data = await answer.json(content_type=None)
-            if answer.status >= 400:
-                message = data.get("error", "") if isinstance(data, dict) else str(data)
-                raise ControllerRefused(answer.status, message)
-            return data
+        self.tokens = TokenLending(self.client, config, self.providers, self._note)
+        self.lead_times = LeadTimes()  # request-to-join observations per template
+        # provider -> its open requests as the controller answered this round (JSON)
+        self._open: dict[str, list[dict[str, Any]]] = {}
+        self._made: list[dict[str, Any]] = []  # requests made this round (JSON)
 
     def _template_provider(self, template: str) -> str:
         for t in self.config.catalog.templates:
             if t.name == template:
                 return t.provider
         raise KeyError(template)
-
-    def _pool_provider(self, pool: str) -> str | None:
-        """Who lends `pool`: its countable's `provider:`, else the first of ours whose
-        description offers it."""
-        for countable in self.config.catalog.countables:
-            named = pool in (countable.resource, f"{countable.resource}/{countable.pool}")
-            if named and countable.provider:
-                return countable.provider
-        for name, provider in self.providers.items():
-            try:
-                if any(p.pool == pool for p in provider.describe().pools):
-                    return name
-            except ProviderError:
-                continue
-        return None
 
     # ------------------------------------------------------------------ one round
     async def round(self) -> list[Action]:
@@ -169,13 +128,16 @@ class Provisioner:
                 continue
             joined += came
             self._failures += failed
-            await self._reconcile_tokens(provider)
+            await self.tokens.reconcile(provider)
         if not leased:
             return []
         templates = {t.name for t in self.config.catalog.templates if t.provider in leased}
         demand = (await self._call("GET", "/demand")).get("demand")
         idle = (await self._call("GET", "/idle")).get("idle")
         hosts = (await self._call("GET", "/hosts"))["hosts"]
+        requested = {r["request"]: float(r["created"])
+                     for p in sorted(leased) for r in self._open.get(p, [])}
+        self.lead_times.observe_hosts(hosts, requested, templates)
         now = self.clock()
         inp = policy_input(now, demand, idle, hosts, templates, self._failures, joined)
         self._failures = []
@@ -185,33 +147,39 @@ class Provisioner:
             if _template_of(action) not in templates and _template_of(action) is not None:
                 continue
             if (isinstance(action, RequestTokens | ReturnTokens)
-                    and self._pool_provider(action.resource) not in leased):
+                    and self.tokens.pool_provider(action.resource) not in leased):
                 continue  # another instance lends it, or nobody does
             outcome = await self._act(action, hosts)
-            self._note(type(action).__name__, _detail(action), action.reason, outcome)
+            jobs = action.jobs if isinstance(action, RequestHosts) else ()
+            self._note(type(action).__name__, _detail(action), action.reason, outcome, jobs)
         await self._sync_catalog(leased, hosts)
         self._write_status(now, sorted(leased))
         return actions
 
     def _write_status(self, now: float, leased: list[str]) -> None:
-        """What `xce provisioner status` shows: leases held, the recent decisions."""
+        """What `xce provisioner status` shows: leases held, hosts on their way, the
+        open requests of the leased providers (with their jobs), the recent decisions."""
+        made, self._made = self._made, []
         if self.status_file is None:
             return
+        answers = [r for p in leased for r in self._open.get(p, [])]
         status = Status(self.name, now, {p: self.fences[p] for p in leased},
-                        sorted(self._watch), list(self.decisions))
-        tmp = self.status_file.with_suffix(".tmp")
-        tmp.write_bytes(msgspec.json.encode(status))
-        os.replace(tmp, self.status_file)
+                        sorted(self._watch), list(self.decisions),
+                        open_requests([*answers, *made]))
+        write_status(self.status_file, status)
 
     async def _sync_catalog(self, leased: set[str], hosts: list[dict[str, Any]]) -> None:
         """Keep the runtime catalog current from the providers' descriptions: a pool's
         headroom is what its provider could still lend (its size less what is borrowed
         or asked for); a template's allowance is what its provider could still start
         (its `max` less the hosts alive or in flight) when that is below the catalog's
-        `max`, and 0 while the policy has the template backed off. Each provider's part
-        is sent under its own lease; only what differs from the controller's values."""
+        `max`, and 0 while the policy has the template backed off; a template's lead
+        time is the median of its recent request-to-join times, once one was observed
+        (leadtime.py). Each provider's part is sent under its own lease; only what
+        differs from the controller's values."""
         catalog = await self._call("GET", "/catalog")
         told = {t["name"]: t.get("allowance") for t in catalog["templates"]}
+        leads = {t["name"]: t.get("runtime_lead_time") for t in catalog["templates"]}
         runtime = {c["pool"]: c.get("runtime_headroom") for c in catalog["countables"]}
         pools = {p["pool"]: p for p in (await self._call("GET", "/resources"))["resources"]}
         for provider in sorted(leased):
@@ -222,9 +190,13 @@ class Provisioner:
                 continue
             limits = {t.name: t.max for t in description.templates if t.max > 0}
             allowance: dict[str, int | None] = {}
+            lead_time: dict[str, float] = {}
             for template in self.config.catalog.templates:
                 if template.provider != provider:
                     continue
+                lead = self.lead_times.changed(template.name, leads.get(template.name))
+                if lead is not None:
+                    lead_time[template.name] = lead
                 present = sum(1 for h in hosts if h.get("template") == template.name
                               and h["state"] not in ("failed", "decommissioned"))
                 limit = limits.get(template.name, template.max)
@@ -241,16 +213,17 @@ class Provisioner:
                 pool = pools.get(offer.pool)
                 if pool is None or pool.get("max_borrow") is None:
                     continue
-                if self._pool_provider(offer.pool) != provider:
+                if self.tokens.pool_provider(offer.pool) != provider:
                     continue
                 room = max(0.0, offer.size - pool["borrowed"] - pool["in_flight"])
                 room = min(room, pool["max_borrow"] - pool["borrowed"] - pool["in_flight"])
                 if runtime.get(offer.pool) is None or abs(runtime[offer.pool] - room) > 1e-9:
                     headroom[offer.pool] = max(0.0, room)
-            if allowance or headroom:
-                await self._call("POST", "/catalog",
-                                 {"allowance": allowance, "headroom": headroom},
-                                 provider=provider)
+            if allowance or headroom or lead_time:
+                update: dict[str, Any] = {"allowance": allowance, "headroom": headroom}
+                if lead_time:
+                    update["lead_time"] = lead_time
+                await self._call("POST", "/catalog", update, provider=provider)
 
     async def _reconcile(self, provider: str) -> tuple[list[str], list[str]]:
         """Match the controller's records of a provider with its inventory, every round
@@ -270,6 +243,7 @@ class Provisioner:
         source = self.providers[provider]
         inventory = await asyncio.to_thread(source.instances)
         answer = await self._call("GET", f"/requests?provider={quote(provider)}")
+        self._open[provider] = answer["requests"]
         records = [i for r in answer["requests"] for i in r["instances"]]
         live = {i.host: i for i in inventory if i.state == "running"}
         known = {i["host"] for i in records if i["state"] not in ("released", "lost")}
@@ -327,46 +301,6 @@ class Provisioner:
                 self._note("Release", host, record["reason"], "released")
         return joined, failed
 
-    async def _reconcile_tokens(self, provider: str) -> None:
-        """Match the controller's token steps of the pools `provider` lends with what it
-        says it lends (at the start of a round no borrow or return of ours is under
-        way): tokens asked for and never answered (the owner died mid-borrow) are
-        granted as far as the provider lent them, refused otherwise; tokens the provider
-        lends beyond what the controller counts are given back to it; tokens the
-        controller counts that the provider no longer lends (they expired there) are
-        returned at the controller."""
-        source = self.providers[provider]
-        lent = await asyncio.to_thread(source.lent)
-        pools = (await self._call("GET", "/resources"))["resources"]
-        for pool in pools:
-            key = pool["pool"]
-            if pool.get("max_borrow") is None or self._pool_provider(key) != provider:
-                continue
-            have = lent.get(key, 0.0)
-            held = pool["borrowed"] - pool["returning"]  # what should be lent now
-            path = f"/resources/{quote(key, safe='')}"
-            if pool["in_flight"] > EPSILON:
-                granted = min(pool["in_flight"], max(0.0, have - held))
-                if granted > EPSILON:
-                    await self._call("POST", f"{path}/grant", {"amount": granted},
-                                     provider=provider)
-                if pool["in_flight"] - granted > EPSILON:
-                    await self._call("POST", f"{path}/refuse",
-                                     {"amount": pool["in_flight"] - granted},
-                                     provider=provider)
-                held += granted
-                self._note("Reconcile", key, "tokens asked for, never answered",
-                           f"granted {granted:g}, refused {pool['in_flight'] - granted:g}")
-            if have - held > EPSILON:
-                await asyncio.to_thread(source.give_back, key, have - held)
-                self._note("Reconcile", key, "tokens lent that no step records",
-                           f"gave back {have - held:g}")
-            elif held - have > EPSILON:
-                await self._call("POST", f"{path}/return", {"amount": held - have},
-                                 provider=provider)
-                self._note("Reconcile", key, "tokens no longer lent by the provider",
-                           f"returned {held - have:g}")
-
     async def _adopt(self, provider: str, request: dict[str, Any],
                      live: Mapping[str, Instance]) -> None:
         """Instances still `requested` at the start of a round belong to a request its
@@ -388,8 +322,10 @@ class Provisioner:
                    f"{len(started)} instance(s) adopted, "
                    f"{len(waiting) - len(started)} cancelled")
 
-    def _note(self, action: str, detail: str, reason: str, outcome: str) -> None:
-        self.decisions.append(Decision(self.clock(), action, detail, reason, outcome))
+    def _note(self, action: str, detail: str, reason: str, outcome: str,
+              jobs: Sequence[int] = ()) -> None:
+        self.decisions.append(Decision(self.clock(), action, detail, reason, outcome,
+                                       list(jobs)))
         log.info("%s %s (%s): %s", action, detail, reason, outcome)
 
     def _release(self, provider: str, host: str) -> None:
@@ -401,8 +337,8 @@ class Provisioner:
     async def _act(self, action: Action, hosts: list[dict[str, Any]]) -> str:
         try:
             match action:
-                case RequestHosts(template=template, count=count):
-                    return await self._request_hosts(template, count)
+                case RequestHosts(template=template, count=count, jobs=jobs):
+                    return await self._request_hosts(template, count, jobs)
                 case DrainHost(host=host):
                     provider = self._template_provider(_template_of_host(hosts, host))
                     reason = "lifetime" if "lifetime" in action.reason else "idle"
@@ -423,67 +359,46 @@ class Provisioner:
                         self._backed_off.discard(template)
                     return "allowance 0 (backed off)" if allowance == 0 else "cap lifted"
                 case RequestTokens(resource=pool, amount=amount):
-                    return await self._borrow(pool, amount)
+                    return await self.tokens.borrow(pool, amount)
                 case ReturnTokens(resource=pool, amount=amount):
-                    return await self._give_back(pool, amount)
+                    return await self.tokens.give_back(pool, amount)
         except (ControllerRefused, ProviderError, KeyError) as err:
             log.warning("%s %s failed: %s", type(action).__name__, _detail(action), err)
             return f"failed: {err}"
         return "ignored"
 
-    async def _request_hosts(self, template: str, count: int) -> str:
+    async def _request_hosts(self, template: str, count: int, jobs: Sequence[int]) -> str:
         """Record the request at the controller (its expected hosts and instance
-        records, in one commit), ask the provider, then record what it answered. A
-        crash in between leaves a `requested` record that reconciliation settles."""
+        records, and the jobs it is for, in one commit), ask the provider, then record
+        what it answered. A crash in between leaves a `requested` record that
+        reconciliation settles."""
         provider = self._template_provider(template)
         rid = f"{self.name}-{uuid.uuid4().hex[:8]}"
-        made = await self._call("POST", "/requests",
-                                {"template": template, "count": count, "request": rid,
-                                 "deadline": self.join_deadline}, provider=provider)
+        body: dict[str, Any] = {"template": template, "count": count, "request": rid,
+                                "deadline": self.join_deadline}
+        if jobs:  # the first ones, in scheduling order, as many as a record keeps
+            body["jobs"] = list(jobs[:MAX_REQUEST_JOBS])
+        made = await self._call("POST", "/requests", body, provider=provider)
         grants = [HostGrant(h["name"], h["join_token"]) for h in made["hosts"]]
         try:
             started = await asyncio.to_thread(self.providers[provider].request_hosts, rid,
                                               template, grants)
         except ProviderError as err:  # nothing will join: the request failed, back off
-            await self._call("POST", f"/requests/{quote(rid)}/refused",
-                             {"reason": f"{err.kind}: {err}"}, provider=provider)
+            self._made.append(await self._call(
+                "POST", f"/requests/{quote(rid)}/refused",
+                {"reason": f"{err.kind}: {err}"}, provider=provider))
             self._failures.append(template)
             return f"failed ({err.kind}): {err}"
-        await self._call("POST", f"/requests/{quote(rid)}/accepted",
-                         {"instances": {i.host: i.id for i in started}}, provider=provider)
+        self._made.append(await self._call(
+            "POST", f"/requests/{quote(rid)}/accepted",
+            {"instances": {i.host: i.id for i in started}}, provider=provider))
         self._watch.update({g.name: template for g in grants})
         return f"requested {', '.join(g.name for g in grants)} ({rid})"
-
-    async def _borrow(self, pool: str, amount: float) -> str:
-        provider = self._pool_provider(pool)
-        if provider is None:
-            return f"no provider lends {pool}"
-        path = f"/resources/{quote(pool, safe='')}"
-        await self._call("POST", f"{path}/borrow", {"amount": amount}, provider=provider)
-        try:
-            granted = await asyncio.to_thread(self.providers[provider].borrow, pool, amount)
-        except ProviderError:
-            granted = 0.0
-        if granted > 0:
-            await self._call("POST", f"{path}/grant", {"amount": granted}, provider=provider)
-        if granted < amount:
-            await self._call("POST", f"{path}/refuse", {"amount": amount - granted},
-                             provider=provider)
-        return f"granted {granted:g} of {amount:g}"
-
-    async def _give_back(self, pool: str, amount: float) -> str:
-        provider = self._pool_provider(pool)
-        if provider is None:
-            return f"no provider lends {pool}"
-        await self._call("POST", f"/resources/{quote(pool, safe='')}/return", {"amount": amount},
-                         provider=provider)
-        await asyncio.to_thread(self.providers[provider].give_back, pool, amount)
-        return f"returned {amount:g}"
 
     # ------------------------------------------------------------------ life
     async def run(self, interval: float, stop: asyncio.Event) -> None:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
-            self._session = session
+            self.client.session = session
             while not stop.is_set():
                 try:
                     await self.round()
@@ -491,7 +406,7 @@ class Provisioner:
                     log.warning("round failed: %s", err)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), interval)
-            self._session = None
+            self.client.session = None
 
 
 def _template_of(action: Action) -> str | None:

@@ -93,12 +93,16 @@ def _start_time(event: Event) -> float:
     return event.time if isinstance(event, JobStarted) else 0.0
 
 
+SUPPLY_KEYS = (
+    "in_flight", "tokens_in_flight", "borrowed", "headroom", "allowance", "requested", "lead_time"
+)
+
+
 def _supply_event(value: object, place: Place) -> SupplyChanged:
-    supply = MapReader(
-        value, place, ("in_flight", "tokens_in_flight", "borrowed", "headroom", "allowance")
-    )
+    supply = MapReader(value, place, SUPPLY_KEYS)
     counts: dict[str, dict[str, float]] = {}
-    for section in ("in_flight", "tokens_in_flight", "borrowed", "headroom", "allowance"):
+    for section in ("in_flight", "tokens_in_flight", "borrowed", "headroom", "allowance",
+                    "lead_time"):
         found = supply.section(section)
         if found is None:
             continue
@@ -112,12 +116,22 @@ def _supply_event(value: object, place: Place) -> SupplyChanged:
             )
             for key, item, item_place in entries.items()
         }
+    requested: dict[str, list[float]] = {}
+    found = supply.section("requested")
+    if found is not None:  # template -> when each in-flight host was requested
+        for key, item, item_place in MapReader(*found).items():
+            requested[str(key)] = [
+                as_number(time, time_place, "requested")
+                for time, time_place in as_list(item, item_place)
+            ]
     return SupplyChanged(
         in_flight={k: int(v) for k, v in counts.get("in_flight", {}).items()},
         tokens_in_flight=counts.get("tokens_in_flight", {}),
         borrowed=counts.get("borrowed", {}),
         headroom=counts.get("headroom", {}),
         allowance={k: int(v) for k, v in counts.get("allowance", {}).items()},
+        requested=requested,
+        lead_time=counts.get("lead_time", {}),
     )
 
 

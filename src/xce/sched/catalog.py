@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from xce.model.cluster import HostTemplate
-from xce.model.result import SortKey, TraceEntry
+from xce.model.result import Reservation, SortKey, TraceEntry
 from xce.sched import placement
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import reach
+from xce.sched.holds import ElasticHolds, JoinedHold, empty_room
 from xce.sched.hosts import HostRecord, template_allowed
+from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
 from xce.sched.realpass import Evaluator, Failure, Settled
-from xce.sched.reasons import LIMIT, RESOURCE
+from xce.sched.reasons import LIMIT, RESOURCE, clock, on_hosts, span
 from xce.sched.state import SchedulerState
 
 
@@ -33,6 +36,8 @@ class TemplateSupply:
     __slots__ = (
         "_no_more",
         "allowance",
+        "arrival",
+        "arrivals",
         "empty",
         "expected",
         "free_total",
@@ -42,6 +47,7 @@ class TemplateSupply:
         "in_flight_total",
         "index",
         "jobs",
+        "lead",
         "new",
         "resources",
         "template",
@@ -54,6 +60,8 @@ class TemplateSupply:
         in_flight: int,
         allowance: int,
         virtual: tuple[HostRecord, dict[str, float]],
+        arrivals: list[float],
+        lead: float,
     ) -> None:
         self.index = index  # position in rank order
         self.template = template
@@ -65,6 +73,9 @@ class TemplateSupply:
         self.allowance = allowance  # new hosts that may still be opened
         self.hosts: list[int] = []  # capacity indices, in the order they are tried
         self.new = 0  # new hosts opened
+        self.arrivals = arrivals  # when each in-flight host is expected, earliest first
+        self.lead = lead  # how long a new host takes to join
+        self.arrival: dict[int, float] = {}  # opened host -> when it is expected
 
         self.jobs: list[int] = []
         self.empty, self.resources = virtual
@@ -117,20 +128,26 @@ class TokenUse:
 
 
 class Placed:
-    """Where the catalog pass put one job."""
+    """Where the catalog pass put one job, and when all its supply is expected."""
 
-    __slots__ = ("job", "new_hosts", "template", "tokens")
+    __slots__ = ("job", "joined", "new_hosts", "start", "template", "tokens")
 
     def __init__(
-        self, job: int, template: TemplateSupply | None, new_hosts: bool, tokens: list[TokenUse]
+        self, job: int, template: TemplateSupply | None, new_hosts: bool, tokens: list[TokenUse],
+        start: float,
     ) -> None:
         self.job = job
         self.template = template
         self.new_hosts = new_hosts
         self.tokens = tokens
+        self.start = start  # when all its supply is expected
+        self.joined: dict[int, int] = {}  # joined hosts it holds (sched/holds.py): slots
 
 
 Outcome = Placed | Failure | None  # None: nothing provisionable could help
+
+# The check of a job the plan starts on real capacity before new hosts could join.
+SERVED: Final = "plan"
 
 
 class StaticFit:
@@ -176,8 +193,17 @@ class CatalogPass:
         cap: Capacity,
         evaluator: Evaluator,
         trace: list[TraceEntry] | None,
+        now: float = 0.0,
+        holds: ElasticHolds | None = None,
+        planner: Callable[[], Plan] | None = None,
     ) -> None:
+        """`holds`: the real pass's holds on joined hosts; `planner`: its plan (made
+        when first asked), to tell when real capacity would serve a job."""
         self.state = state
+        self.now = now
+        self.holds = holds
+        self.planner = planner if state.ends else None  # (no planned end: no earlier start)
+        self.served: list[Reservation] = []  # jobs real capacity serves: no demand
         self.cap = cap
         self.evaluator = evaluator
         self.trace = trace
@@ -193,8 +219,12 @@ class CatalogPass:
             if virtual is None:
                 virtual = state.virtual[name] = _virtual_host(template)
             self.templates.append(
-                TemplateSupply(position, template, in_flight, max(0, allowance), virtual)
+                TemplateSupply(
+                    position, template, in_flight, max(0, allowance), virtual,
+                    state.arrivals(name, now), state.lead_time(name),
+                )
             )
+        self._by_name = {supply.template.name: supply for supply in self.templates}
         self.tokens: dict[PoolRecord, TokenSupply] = {
             pool: TokenSupply(pool) for pool in state.countable_pools
         }
@@ -214,6 +244,8 @@ class CatalogPass:
         self._no_room: dict[tuple[object, int], int] = {}
         self._dead: set[tuple[object, int]] = set()  # (shape, template) that never fit
         self._limit_noted: set[tuple[Bucket, str]] = set()
+        self._free_by: dict[float, int] = {}  # time -> free slots by then at most
+        self._served_slots = 0  # slots of jobs booked on real capacity (self.served)
 
     # ------------------------------------------------------------------ driver
     def run(self, settled: list[Settled]) -> list[tuple[Settled, list[PendingJob], Outcome]]:
@@ -226,11 +258,15 @@ class CatalogPass:
             return [(s, s.members, None) for s in settled]
         results: list[tuple[Settled, list[PendingJob], Outcome]] = []
         fresh: list[tuple[SortKey, int, Settled, int]] = []
+        buckets: set[Bucket] = set()
         for s in settled:
             if s.failure.kind != RESOURCE:
                 results.append((s, s.members, None))
             elif s.members:
                 fresh.append((s.members[0].key, len(fresh), s, 0))
+                if s.bucket in buckets:  # settled in parts (reservations, holds)
+                    self.one_each = False
+                buckets.add(s.bucket)
         queue = InKeyOrder(fresh)
         budget = self.budget
         limits = self.state.config.limits
@@ -250,11 +286,13 @@ class CatalogPass:
                 self.evaluated += 1
                 job = members[pos]
                 outcome = self.try_job(s, job)
-                if isinstance(outcome, Placed):
+                # Placed, or held for this job only: at its user's or queue's limit, or
+                # started on real capacity
+                if isinstance(outcome, Placed) or (
+                    isinstance(outcome, Failure)
+                    and (outcome.kind == LIMIT or outcome.check == SERVED)
+                ):
                     results.append((s, [job], outcome))
-                    self.one_each = False
-                elif isinstance(outcome, Failure) and outcome.kind == LIMIT:
-                    results.append((s, [job], outcome))  # only this job's user or queue
                     self.one_each = False
                 else:
                     rest = members[pos:] if pos else members
@@ -324,13 +362,27 @@ class CatalogPass:
             usable = self._usable[bucket] = self._usable_templates(s, job)
         if not usable:
             return self._fits(bucket).why_not
+        hold = self.holds.held.get(job.id) if self.holds is not None else None
+        if hold is not None:
+            return self._on_template(s, job, self._by_name[hold.template.name], True, hold)
+        if self.planner is not None and not bucket.shared:
+            served = self._served(bucket, job, usable)
+            if served is not None:
+                return served
         n = bucket.n
-        # Free slot totals are a cheap necessary condition: skip templates without them.
+        # Supply that needs no new host first, whichever template has it: hosts opened
+        # this session, then in-flight hosts, templates by rank (free slot totals are a
+        # cheap necessary condition for the first).
         shape = bucket.shape
         dead = self._dead
         for supply in usable:
             if supply.free_total >= n and (shape, supply.index) not in dead:
-                outcome = self._on_template(s, job, supply, opening=False)
+                outcome = self._on_template(s, job, supply, False, in_flight=False)
+                if isinstance(outcome, Placed):
+                    return outcome
+        for supply in usable:
+            if supply.in_flight and (shape, supply.index) not in dead:
+                outcome = self._on_template(s, job, supply, False)
                 if isinstance(outcome, Placed):
                     return outcome
         failures: list[Failure] = []
@@ -340,7 +392,7 @@ class CatalogPass:
             ):
                 failures.append(supply.no_more)
                 continue
-            outcome = self._on_template(s, job, supply, opening=True)
+            outcome = self._on_template(s, job, supply, new=True)
             if isinstance(outcome, Placed):
                 return outcome
             assert isinstance(outcome, Failure)  # opening hosts places or says why not
@@ -348,6 +400,55 @@ class CatalogPass:
         for failed in failures:
             self._note(s, job, failed.check, failed.detail)
         return failures[0]
+
+    def _served(
+        self, bucket: Bucket, job: PendingJob, usable: list[TemplateSupply]
+    ) -> Failure | None:
+        """Nothing is bought that would arrive too late: a job the plan starts on real
+        capacity no later than new hosts of a template it may use could join is
+        booked there and asks for nothing (ARCHITECTURE.md section 2a, "Elastic")."""
+        now = self.now
+        joins = now + min([supply.lead for supply in usable])
+        if self._slots_by(joins) < bucket.n:  # (cheap: not even that many slots by then)
+            return None
+        assert self.planner is not None
+        plan = self.planner()
+        found = plan.find(bucket)
+        if found is None or found[0] > joins:
+            return None
+        start, hosts = found
+        booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
+        self._served_slots += bucket.n
+        if self.trace is not None:
+            self.served.append(booked)
+        return Failure(
+            RESOURCE, SERVED,
+            f"Expected to start at {clock(start)} (in {span(start - now)}) on "
+            f"{on_hosts(booked.hosts)}, no later than new hosts could join: nothing "
+            "requested",
+        )
+
+    def _slots_by(self, time: float) -> int:
+        """At most how many slots are free by `time`: free now plus those of running
+        jobs planned to end by then, less those of jobs served so far."""
+        found = self._free_by.get(time)
+        if found is None:
+            state = self.state
+            free = state.free_slots
+            found = 0
+            for index in state.open_free:
+                found += free[index]
+            now = self.now
+            for end, _job, run in state.ends:
+                planned = end if end > now else now + 1.0  # (as Plan.planned)
+                if planned > time:
+                    if end > now:
+                        break  # (sorted by end: the rest end later still)
+                    continue
+                for slots in run.hosts.values():
+                    found += slots
+            self._free_by[time] = found
+        return found - self._served_slots
 
     def _usable_templates(self, s: Settled, job: PendingJob) -> list[TemplateSupply]:
         """The templates whose hosts could ever take the bucket's jobs; the others are
@@ -388,7 +489,7 @@ class CatalogPass:
         template = supply.template
         verdict: Failure | None = None
         select = bucket.req.select
-        room = self._empty_room(bucket, supply)
+        room = empty_room(supply.template, bucket.per_slot)
         if not template_allowed(bucket.queue.hosts, template.name):
             verdict = Failure(
                 RESOURCE, "queue", f"queue {bucket.queue.name} may not use template {template.name}"
@@ -427,14 +528,6 @@ class CatalogPass:
                         break
         return verdict, room
 
-    @staticmethod
-    def _empty_room(bucket: Bucket, supply: TemplateSupply) -> int:
-        room = supply.template.slots
-        for res, amount in bucket.per_slot:
-            value = supply.template.resources.get(res, 0)
-            have = 0.0 if isinstance(value, bool) else float(value)
-            room = min(room, int((have + EPSILON) // amount))
-        return room
 
     # ------------------------------------------------------------------ placements
     def _on_real_hosts(self, s: Settled, job: PendingJob) -> Placed | None:
@@ -454,7 +547,7 @@ class CatalogPass:
         if isinstance(tokens, Failure):
             self._note(s, job, tokens.check, tokens.detail)
             return None
-        return self._commit(bucket, job, None, hosts, False, tokens)
+        return self._commit(bucket, job, None, hosts, False, tokens, 0, self.now)
 
     def _usable_fn(self, bucket: Bucket) -> Callable[[int], int]:
         """How many slots of this bucket fit on a host now (inlined for one consumable)."""
@@ -482,81 +575,37 @@ class CatalogPass:
         return reachable is None or all(i in reachable for i in hosts)
 
     def _on_template(
-        self, s: Settled, job: PendingJob, supply: TemplateSupply, opening: bool
+        self, s: Settled, job: PendingJob, supply: TemplateSupply, new: bool,
+        hold: JoinedHold | None = None, in_flight: bool = True,
     ) -> Outcome:
-        """Place the job on the template's hosts opened so far, and when `opening`,
-        on more: its in-flight hosts first, then new ones within the allowance.
+        """Place the job (with a hold: the rest of it, beyond the joined hosts it
+        holds) on the template's hosts opened so far, then (`in_flight`) on its
+        in-flight hosts, and when `new`, on new ones within the allowance. None: not
+        on those.
 
         In-flight hosts are opened exactly where new ones would be, so that a session
         that finds last session's demand in flight places the same jobs on it and
         asks for nothing more."""
         bucket = s.bucket
         key = (bucket.shape, supply.index)
-        hosts_list = supply.hosts
-        limit = len(hosts_list)
+        limit = len(supply.hosts)
         # Capacity only shrinks: hosts that could not hold this bucket still cannot
         # until the template opens more.
-        if self._no_room.get(key) == limit:
-            if not opening:
+        if hold is None and self._no_room.get(key) == limit and not (
+            in_flight and supply.in_flight
+        ):
+            if not new:
                 return None
-            if supply.allowance == 0 and supply.in_flight == 0:
+            if supply.allowance == 0:
                 self._dead.add(key)  # for the rest of the session: capacity only shrinks
                 return supply.no_more
-        n = bucket.n
-        pieces = bucket.pieces
-        smallest = bucket.smallest
-        chosen: dict[int, int] = {}
-        unplaced: list[int] = []  # pieces no opened host can take
-        left = 0
-        if limit:
-            usable = self._usable_fn(bucket)
-            # First-fit fills hosts in order: hosts before the template's frontier are
-            # full; hosts before this shape's cursor cannot take its smallest piece.
-            free_slots = self.cap.free_slots
-            frontier = supply.frontier
-            while frontier < limit and free_slots[hosts_list[frontier]] <= 0:
-                frontier += 1
-            supply.frontier = frontier
-            # Whether a host can take `smallest` slots depends only on the per-slot
-            # consumables: every shape with the same ones shares the cursor.
-            cursor_key = (bucket.per_slot, smallest, supply.index)
-            cursor = self._cursor.get(cursor_key, 0)
-            if cursor < frontier:
-                cursor = frontier
-            while cursor < limit and usable(hosts_list[cursor]) < smallest:
-                cursor += 1
-            self._cursor[cursor_key] = cursor
-            if pieces:
-                for piece in pieces:
-                    for position in range(cursor, limit):
-                        index = hosts_list[position]
-                        if index not in chosen and usable(index) >= piece:
-                            chosen[index] = piece
-                            break
-                    else:
-                        unplaced.append(piece)
-                        left += piece
-            else:
-                left = n
-                for position in range(cursor, limit):
-                    index = hosts_list[position]
-                    take = usable(index)
-                    if take > 0:
-                        if take >= left:
-                            chosen[index] = left
-                            left = 0
-                            break
-                        chosen[index] = take
-                        left -= take
-        else:
-            unplaced = list(pieces)
-            left = n
-        count = expected = 0
+        need = bucket.n if hold is None else hold.rest
+        pieces = bucket.pieces if hold is None else hold.pieces
+        chosen, unplaced, left = self._first_fit(bucket, supply, need, pieces)
         sizes: list[int] = []
         if left > 0:
-            self._no_room[key] = limit
-            if not opening:
-                return None
+            if hold is None:
+                self._no_room[key] = limit
             if pieces:
                 sizes = unplaced  # one more host for each piece
             else:
@@ -564,9 +613,12 @@ class CatalogPass:
                 count = -(-left // per_host)
                 sizes = [per_host] * count
                 sizes[-1] = left - per_host * (count - 1)
-            count = len(sizes)
-            expected = min(count, supply.in_flight)
-            if count - expected > supply.allowance:
+            if not in_flight:
+                return None
+            beyond = len(sizes) - min(len(sizes), supply.in_flight)  # new hosts needed
+            if beyond and not new:
+                return None
+            if beyond > supply.allowance:
                 return supply.no_more
         if bucket.shared:
             name = supply.template.name
@@ -577,27 +629,113 @@ class CatalogPass:
                 return tokens
         else:
             tokens = []
-        new_hosts = False
-        opened = 0
-        if count:
-            # New hosts are opened with their share of the job already on them.
-            first = self.cap.add_hosts(supply.empty, supply.resources, sizes, bucket.per_slot)
-            supply.free_total += count * supply.template.slots
-            # (loops: compiled, extending by a range is a generic call)
-            for index in range(first, first + count):
-                hosts_list.append(index)
-            if expected:
-                for index in range(first, first + expected):
-                    supply.expected.add(index)
-                supply.in_flight -= expected
-            supply.new += count - expected
-            supply.allowance -= count - expected
-            new_hosts = count > expected
-            opened = sum(sizes)
+        start = self.now if hold is None else hold.start
+        arrival = supply.arrival
+        for index in chosen:
+            if arrival[index] > start:
+                start = arrival[index]
+        new_hosts, opened, latest = self._open(supply, sizes, bucket) if sizes else (False, 0, 0.0)
+        if latest > start:
+            start = latest
         if not new_hosts:
             expected_hosts = supply.expected
             new_hosts = any(i not in expected_hosts for i in chosen)
-        return self._commit(bucket, job, supply, chosen, new_hosts, tokens, opened)
+        if hold is None:
+            return self._commit(bucket, job, supply, chosen, new_hosts, tokens, opened, start)
+        chosen.update(hold.hosts)
+        placed = self._commit(bucket, job, supply, chosen, new_hosts, tokens, opened, start)
+        supply.free_total += bucket.n - hold.rest  # (joined hosts: not the template's total)
+        placed.joined = hold.hosts
+        return placed
+
+    def _first_fit(
+        self, bucket: Bucket, supply: TemplateSupply, need: int, pieces: tuple[int, ...]
+    ) -> tuple[dict[int, int], list[int], int]:
+        """`need` slots of a job of `bucket` (in `pieces`, each on its own host, if it
+        has a span) first-fit on the template's hosts opened so far: (host -> slots,
+        pieces none of them can take, slots left over)."""
+        hosts_list = supply.hosts
+        limit = len(hosts_list)
+        chosen: dict[int, int] = {}
+        if not limit:
+            return chosen, list(pieces), need
+        unplaced: list[int] = []
+        left = 0
+        usable = self._usable_fn(bucket)
+        # First-fit fills hosts in order: hosts before the template's frontier are
+        # full; hosts before this shape's cursor cannot take its smallest piece.
+        free_slots = self.cap.free_slots
+        frontier = supply.frontier
+        while frontier < limit and free_slots[hosts_list[frontier]] <= 0:
+            frontier += 1
+        supply.frontier = frontier
+        # Whether a host can take `smallest` slots depends only on the per-slot
+        # consumables: every shape with the same ones shares the cursor.
+        smallest = bucket.smallest
+        cursor_key = (bucket.per_slot, smallest, supply.index)
+        cursor = self._cursor.get(cursor_key, 0)
+        if cursor < frontier:
+            cursor = frontier
+        while cursor < limit and usable(hosts_list[cursor]) < smallest:
+            cursor += 1
+        self._cursor[cursor_key] = cursor
+        if pieces:
+            for piece in pieces:
+                for position in range(cursor, limit):
+                    index = hosts_list[position]
+                    if index not in chosen and usable(index) >= piece:
+                        chosen[index] = piece
+                        break
+                else:
+                    unplaced.append(piece)
+                    left += piece
+            return chosen, unplaced, left
+        left = need
+        for position in range(cursor, limit):
+            index = hosts_list[position]
+            take = usable(index)
+            if take > 0:
+                if take >= left:
+                    chosen[index] = left
+                    return chosen, unplaced, 0
+                chosen[index] = take
+                left -= take
+        return chosen, unplaced, left
+
+    def _open(
+        self, supply: TemplateSupply, sizes: list[int], bucket: Bucket
+    ) -> tuple[bool, int, float]:
+        """Open one host per entry of `sizes` with that many of the job's slots on it:
+        in-flight hosts first, then new ones. Returns whether new hosts were opened,
+        the slots on them all and when the last of them is expected."""
+        count = len(sizes)
+        expected = min(count, supply.in_flight)
+        first = self.cap.add_hosts(supply.empty, supply.resources, sizes, bucket.per_slot)
+        supply.free_total += count * supply.template.slots
+        hosts_list, arrival = supply.hosts, supply.arrival
+        arrivals = supply.arrivals
+        taken = supply.in_flight_total - supply.in_flight  # in-flight hosts opened before
+        new_at = self.now + supply.lead
+        latest = 0.0
+        # (loops: compiled, extending by a range is a generic call)
+        for offset in range(count):
+            index = first + offset
+            hosts_list.append(index)
+            if offset < expected:
+                supply.expected.add(index)
+                at = arrivals[taken + offset]
+            else:
+                at = new_at
+            arrival[index] = at
+            if at > latest:
+                latest = at
+        supply.in_flight -= expected
+        supply.new += count - expected
+        supply.allowance -= count - expected
+        opened = 0
+        for size in sizes:
+            opened += size
+        return count > expected, opened, latest
 
     def _cover(
         self, bucket: Bucket, reachable: Callable[[PoolRecord], bool]
@@ -643,9 +781,10 @@ class CatalogPass:
         new_hosts: bool,
         tokens: list[TokenUse],
         opened: int = 0,
+        start: float = 0.0,
     ) -> Placed:
         """Reserve the job's hosts (`opened` more slots on new hosts, reserved when
-        they were opened) and tokens."""
+        they were opened) and tokens; `start`: when they are all expected."""
         self.cap.take(
             hosts, bucket.per_slot, {u.pool: u.amount for u in tokens} if tokens else {},
             job.limit_refs, opened,
@@ -660,7 +799,7 @@ class CatalogPass:
         if supply is not None:
             supply.jobs.append(job.id)
             supply.free_total -= sum(hosts.values()) + opened
-        return Placed(job.id, supply, new_hosts, tokens)
+        return Placed(job.id, supply, new_hosts, tokens, start)
 
 
 def _no_more_hosts(template: HostTemplate) -> Failure:

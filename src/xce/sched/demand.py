@@ -7,6 +7,7 @@ from xce.model.result import (
     Demand,
     HostDemand,
     PendGroup,
+    Reservation,
     ResourceDemand,
     SurplusHosts,
     SurplusTokens,
@@ -33,6 +34,9 @@ def waiting_reason(placed: Placed) -> str:
         parts.append(
             f"Waiting for provisioning: fits on template {supply.template.name} ({detail})"
         )
+        if placed.joined:
+            held = _plural(sum(placed.joined.values()), "slot")
+            parts.append(f"holds {held} on {_plural(len(placed.joined), 'joined host')}")
     for use in placed.tokens:
         if use.short <= 0:
             continue
@@ -64,7 +68,7 @@ def pend_groups(
     waiting: dict[tuple[int, bool], str] = {}
     for settled, members, outcome in outcomes:
         if isinstance(outcome, Placed):
-            if outcome.tokens or outcome.template is None:
+            if outcome.tokens or outcome.template is None or outcome.joined:
                 reason = waiting_reason(outcome)
             else:
                 shared = (id(outcome.template), outcome.new_hosts)
@@ -130,3 +134,27 @@ def demand(catalog: CatalogPass) -> Demand:
         if t.in_flight > 0
     ]
     return Demand(hosts, resources, surplus_hosts, surplus_tokens)
+
+
+def supply_holds(
+    catalog: CatalogPass, outcomes: list[tuple[Settled, list[PendingJob], Outcome]]
+) -> list[Reservation]:
+    """The reservations of jobs placed on hosts of a template (ARCHITECTURE.md 2a,
+    "Elastic"): from when all their hosts are expected, on the joined hosts they hold
+    (by name) and `<template>:virtual` for the slots on hosts still to come."""
+    names = catalog.state.names
+    found: list[Reservation] = []
+    for settled, _members, outcome in outcomes:
+        if not isinstance(outcome, Placed) or outcome.template is None:
+            continue
+        joined = outcome.joined
+        hosts = {names[index]: slots for index, slots in joined.items()}
+        on = {name: hosts[name] for name in sorted(hosts)}
+        on[f"{outcome.template.template.name}:virtual"] = (
+            settled.bucket.n - sum(joined.values())
+        )
+        start = outcome.start
+        found.append(
+            Reservation(outcome.job, start, on, start + settled.bucket.limit, virtual=True)
+        )
+    return found

@@ -4,7 +4,7 @@ unused for at least their idle time."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 from xce.model.result import Dispatch, Idle, IdleHost, IdleResource
 from xce.sched.capacity import Capacity
@@ -13,12 +13,14 @@ from xce.sched.state import SchedulerState
 
 
 def idle_supply(
-    state: SchedulerState, now: float, dispatch: list[Dispatch], cap: Capacity
+    state: SchedulerState, now: float, dispatch: list[Dispatch], cap: Capacity,
+    booked: Container[int] | None = None,
 ) -> Idle:
-    """Reclaim candidates at `now`; `dispatch` is the work given this session."""
+    """Reclaim candidates at `now`; `dispatch` is the work given this session,
+    `booked` the hosts the plan holds for blocked jobs (none of them is idle)."""
     hosts: list[IdleHost] = []
     if state.idle_provisioned:
-        _idle_hosts(state, now, dispatch, hosts)
+        _idle_hosts(state, now, dispatch, hosts, booked)
     resources: list[IdleResource] = []
     for pool in state.countable_pools:
         amount = pool.idle_tokens(now, cap.pool_free[pool])
@@ -28,10 +30,11 @@ def idle_supply(
 
 
 def _idle_hosts(
-    state: SchedulerState, now: float, dispatch: list[Dispatch], hosts: list[IdleHost]
+    state: SchedulerState, now: float, dispatch: list[Dispatch], hosts: list[IdleHost],
+    booked: Container[int] | None,
 ) -> None:
-    """Provisioned hosts open, idle for their idle time and given no work this
-    session (`dispatch`), by name."""
+    """Provisioned hosts open, idle for their idle time, given no work this session
+    (`dispatch`) and held for no job (`booked`), by name."""
     busy: set[str] | None = None  # the hosts given work: found once one is idle enough
     default = state.config.catalog.idle_time  # a host whose template is gone
     limits = state.idle_times
@@ -49,7 +52,7 @@ def _idle_hosts(
             continue
         if busy is None:
             busy = {name for d in dispatch for name in d.hosts}
-        if host.name not in busy:
+        if host.name not in busy and (booked is None or host.index not in booked):
             hosts.append(IdleHost(host.name, host.template, idle_for))
     if len(hosts) > 1:
         hosts.sort(key=lambda h: h.host)

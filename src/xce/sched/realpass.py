@@ -16,6 +16,7 @@ from xce.model.result import Dispatch, Reservation, SortKey, TraceEntry
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible, eligible, reach
+from xce.sched.holds import ElasticHolds, JoinedHold
 from xce.sched.limits import limit_reason
 from xce.sched.placement import (
     HostOrder,
@@ -334,6 +335,9 @@ class RealPass:
         self.plan: Plan | None = None
         self.reservations: list[Reservation] = []
         self.backfilled: list[int] = []  # dispatched while an earlier job holds a reservation
+        # Holds on hosts that joined for blocked jobs (sched/holds.py): with templates.
+        self.holds = ElasticHolds(state, cap, now) if state.ranked else None
+        self._planning = bool(self.depth) or self.holds is not None
         # Dispatches before the plan was made: (hosts, per-slot consumables, limit).
         self._released: list[tuple[dict[int, int], tuple[tuple[str, float], ...], float]] = []
         # Buckets whose next jobs fail now (a twin reserved), by id: each may still
@@ -346,7 +350,7 @@ class RealPass:
             order, start = bucket.ordered()
             if start < len(order):
                 fresh.append((order[start].key, seq, (bucket, order), start))
-        if len(fresh) == 1 and not self.depth:  # one bucket: nothing to merge
+        if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
             return
@@ -447,12 +451,7 @@ class RealPass:
     def _reserve(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
         """Give a job that failed on capacity its reservation: the earliest start at
         which it fits over its window on the profile. False: it never fits."""
-        plan = self.plan
-        if plan is None:
-            plan = self.plan = Plan(self.state, self.cap, self.now)
-            for hosts, per_slot, limit in self._released:
-                plan.dispatched(hosts, per_slot, limit)
-            self._released = []
+        plan = self.ensure_plan()
         found = plan.find(bucket)
         if found is None:
             return False
@@ -475,6 +474,42 @@ class RealPass:
         held = Failure(RESOURCE, failure.check, reason, detail)
         self.settled.append(Settled(bucket, [job], held, self._traced(job, held, "plan")))
         return True
+
+    def ensure_plan(self) -> Plan:
+        """The session's plan, made when first needed (with this session's dispatches
+        so far)."""
+        plan = self.plan
+        if plan is None:
+            plan = self.plan = Plan(self.state, self.cap, self.now)
+            for hosts, per_slot, limit in self._released:
+                plan.dispatched(hosts, per_slot, limit)
+            self._released = []
+        return plan
+
+    def _hold(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
+        """Let a job that failed on capacity hold the free hosts that joined for
+        blocked jobs (sched/holds.py); False: it holds none. Its bucket goes on (the
+        catalog pass places the rest of it)."""
+        assert self.holds is not None
+        hold = self.holds.hold(bucket, job.id, self.ensure_plan())
+        if hold is None:
+            return False
+        if self.trace is None:  # (no pend reasons: the words are not needed)
+            self.settled.append(Settled(bucket, [job], failure, -1))
+            return True
+        held = Failure(RESOURCE, failure.check, failure.reason, self._held_detail(hold, failure))
+        self.settled.append(Settled(bucket, [job], held, self._traced(job, held, "plan")))
+        return True
+
+    def _held_detail(self, hold: JoinedHold, failure: Failure) -> str:
+        slots = sum(hold.hosts.values())
+        return (
+            f"{failure.detail}. Held: {slots} slots on {on_hosts(hold.booked.hosts)} "
+            f"(joined from template {hold.template.name}) from {clock(hold.start)} "
+            f"(in {span(hold.start - self.now)}), when the other {hold.rest} slots are "
+            "expected on its hosts; later jobs may use them only as backfill that ends "
+            "by then"
+        )
 
     @staticmethod
     def _window(bucket: Bucket) -> str:
@@ -593,7 +628,7 @@ class RealPass:
         pools: dict[PoolRecord, float],
     ) -> None:
         self.cap.take(hosts, bucket.per_slot, pools, job.limit_refs)
-        if self.depth:
+        if self._planning:
             plan = self.plan
             if plan is None:
                 self._released.append((hosts, bucket.per_slot, bucket.limit))
@@ -642,6 +677,14 @@ class RealPass:
             and failure.kind == RESOURCE
             and failure.check in RESERVABLE
             and self._reserve(bucket, order[pos], failure)
+        ):
+            self._failing[id(bucket)] = failure
+            return pos + 1
+        if (
+            self.holds is not None
+            and failure.kind == RESOURCE
+            and failure.check in RESERVABLE
+            and self._hold(bucket, order[pos], failure)
         ):
             self._failing[id(bucket)] = failure
             return pos + 1

@@ -17,7 +17,7 @@ from xce.model.result import (
 )
 from xce.sched.capacity import Capacity
 from xce.sched.catalog import CatalogPass
-from xce.sched.demand import demand, pend_groups
+from xce.sched.demand import demand, pend_groups, supply_holds
 from xce.sched.idle import idle_due, idle_supply
 from xce.sched.realpass import RealPass
 from xce.sched.reasons import HELD, HOLD
@@ -48,21 +48,28 @@ def run_session(
     real_done = timer() if timer is not None else 0.0
 
     pending: list[PendGroup] = []
+    planned = list(real.reservations)  # and, with pend reasons, the holds on supply
     found = Demand()  # nothing provisionable, or nothing that would help
     evaluated = 0
     if reasons or state.ranked or state.countable_pools:
-        catalog = CatalogPass(state, cap, real.evaluator, trace if reasons else None)
+        catalog = CatalogPass(
+            state, cap, real.evaluator, trace if reasons else None, now, real.holds,
+            real.ensure_plan,
+        )
         outcomes = catalog.run(real.settled)
         found, evaluated = demand(catalog), catalog.evaluated
         if reasons:
             pending = pend_groups(catalog, outcomes)
+            planned.extend(supply_holds(catalog, outcomes))
     catalog_done = timer() if timer is not None else 0.0
 
     if state.held and reasons:
         held = sorted(state.held.values(), key=lambda j: j.key)
         trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
         pending.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))
-    idle = idle_supply(state, now, real.dispatch, cap)
+    # Hosts the plan holds for a job are not idle (sched/holds.py).
+    booked = real.plan.booked if real.plan is not None else None
+    idle = idle_supply(state, now, real.dispatch, cap, booked)
     due = next_due(state, now, real.dispatch, real.reservations)
     ended = timer() if timer is not None else 0.0
     stats = SessionStats(
@@ -75,7 +82,7 @@ def run_session(
         dispatched=len(real.dispatch),
     )
     return SessionResult(
-        now, real.dispatch, pending, trace, found, idle, stats, real.reservations, due,
+        now, real.dispatch, pending, trace, found, idle, stats, planned, due,
         real.backfilled,
     )
 

@@ -603,9 +603,13 @@ class SchedulerState:
             )
 
     def _bucket_for(self, spec: JobSpec) -> Bucket:
-        # The run limit makes twins only where a plan reads it: without reservations
-        # jobs alike but for their limits stay one bucket (today's decisions exactly).
-        limit = run_limit(spec, self.queues[spec.queue]) if self.config.reserve_depth else None
+        # The run limit makes twins only where a plan reads it: with reservations, or,
+        # with templates (holds on supply being obtained), as the backfill window of a
+        # queue that backfills. Else jobs alike but for their limits stay one bucket
+        # (today's decisions exactly).
+        queue = self.queues[spec.queue]
+        planned = self.config.reserve_depth or (queue.backfill and self.config.catalog.templates)
+        limit = run_limit(spec, queue) if planned else None
         key: BucketKey = (spec.queue, spec.n, spec.res, math.inf if limit is None else limit)
         bucket = self.buckets.get(key)
         if bucket is None:

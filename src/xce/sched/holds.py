@@ -1,0 +1,192 @@
+"""Supply held in the plan (ARCHITECTURE.md section 2a, "Elastic"): hosts that joined
+for blocked jobs stay theirs while the rest of their supply is coming.
+
+A job that fails on capacity in the real pass, while provisioned hosts of a template
+its queue may use are free, holds them: it is booked on them (most free first, then
+name, up to its slots) from its planned start, when the rest of its slots are
+expected to be there: the in-flight hosts of that template it would be given (in
+scheduling order, earliest arrival first), or now plus the template's lead time when
+more than those are needed. Jobs after it in scheduling order may use the held hosts
+only as backfill that ends before that start; jobs before it (their plan is made
+first) may take them, and its demand then grows. The catalog pass places the rest of
+the job on virtual hosts of the same template.
+
+Nothing is kept between sessions: holds are made again every session from the hosts
+present, the in-flight hosts and their request times.
+"""
+
+from __future__ import annotations
+
+from xce.model.cluster import HostTemplate
+from xce.model.result import Reservation
+from xce.sched.buckets import Bucket
+from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.eligibility import Eligible
+from xce.sched.plan import Plan
+from xce.sched.state import SchedulerState
+
+
+class JoinedHold:
+    """What one blocked job holds on joined hosts: `hosts` (index -> slots) of
+    `template` from `start`, with `rest` slots still to come on virtual hosts (in
+    `pieces`, each on a host of its own, for a job with span[ptile])."""
+
+    __slots__ = ("booked", "hosts", "pieces", "rest", "start", "template")
+
+    def __init__(
+        self, template: HostTemplate, hosts: dict[int, int], rest: int,
+        pieces: tuple[int, ...], start: float, booked: Reservation,
+    ) -> None:
+        self.template = template
+        self.hosts = hosts
+        self.rest = rest
+        self.pieces = pieces
+        self.start = start
+        self.booked = booked
+
+
+class ElasticHolds:
+    """The holds of one session's real pass, made in scheduling order."""
+
+    def __init__(self, state: SchedulerState, cap: Capacity, now: float) -> None:
+        self.state = state
+        self.cap = cap
+        self.now = now
+        self.held: dict[int, JoinedHold] = {}  # job -> its hold
+        self.hosts: set[int] = set()  # hosts held by some job
+        self._free: list[int] | None = None  # provisioned hosts free at the first hold
+        self._arrivals: dict[str, list[float]] = {}
+        self._counted: dict[str, int] = {}  # in-flight hosts given to holds so far
+
+    def hold(self, bucket: Bucket, job: int, plan: Plan) -> JoinedHold | None:
+        """Book `job` (of `bucket`, failed on capacity) on the free joined hosts it
+        could use, if there are any; None when it holds nothing.
+
+        Jobs that spread slot by slot or over span[ptile] pieces, without shared
+        resources: a job on one host or with tokens waits for its supply as before."""
+        if bucket.single or bucket.shared:
+            return None
+        free = self._free_hosts()
+        if not free:
+            return None
+        elig = bucket.eligible
+        assert isinstance(elig, Eligible)
+        found = self._choose(bucket, free, elig.open, plan)
+        if found is None:
+            return None
+        template, hosts, pieces = found
+        rest = bucket.n - sum(hosts.values())
+        start = self._start_of(template, bucket, rest, len(pieces))
+        if start is None:
+            return None
+        booked = plan.book(job, start, bucket.limit, hosts, bucket.per_slot)
+        hold = JoinedHold(template, hosts, rest, pieces, start, booked)
+        self.held[job] = hold
+        self.hosts.update(hosts)
+        return hold
+
+    def _free_hosts(self) -> list[int]:
+        """Open provisioned hosts with a free slot and no hold, as of the first hold
+        of the session (what this session dispatches on them is read when used)."""
+        free = self._free
+        if free is None:
+            open_free, provisioned = self.cap.open_free, self.state.provisioned
+            free = self._free = [
+                i for i in provisioned if i in open_free and provisioned[i].is_open
+            ]
+        elif self.hosts:
+            held = self.hosts
+            free = self._free = [i for i in free if i not in held]
+        return free
+
+    def _choose(
+        self, bucket: Bucket, free: list[int], usable: set[int], plan: Plan
+    ) -> tuple[HostTemplate, dict[int, int], tuple[int, ...]] | None:
+        """The first template by rank with free joined hosts the job may use that no
+        earlier reservation holds, the job's share of them (most free first, then
+        name), fewer than its slots (else it would have started), and its pieces left
+        (span[ptile]: one per host)."""
+        cap, hosts_of, booked = self.cap, self.cap.hosts, plan.booked
+        per_slot = bucket.per_slot
+        by_template: dict[str, list[int]] = {}
+        for index in free:
+            host = hosts_of[index]
+            if host is None or host.template is None or index not in usable:
+                continue
+            if index in booked or cap.usable(index, per_slot) <= 0:
+                continue
+            by_template.setdefault(host.template, []).append(index)
+        for template in self.state.ranked:
+            found = by_template.get(template.name)
+            if not found:
+                continue
+            room = {i: cap.usable(i, per_slot) for i in found}
+            names = cap.names
+            ranked = sorted(found, key=lambda i: (-room[i], names[i]))
+            share, pieces = _share(ranked, room, bucket.n, bucket.pieces)
+            if share and (pieces if bucket.pieces else sum(share.values()) < bucket.n):
+                return template, share, pieces
+        return None
+
+    def _start_of(
+        self, template: HostTemplate, bucket: Bucket, rest: int, pieces: int
+    ) -> float | None:
+        """When the rest of a job's slots (`pieces` of them with a span) are expected
+        on hosts of `template`: the arrival of the last in-flight host it would be
+        given, or now plus the lead time when it needs new ones; None if the template
+        cannot hold the rest."""
+        name = template.name
+        per_host = empty_room(template, bucket.per_slot)
+        if per_host < bucket.smallest:
+            return None
+        count = pieces if bucket.pieces else -(-rest // per_host)
+        arrivals = self._arrivals.get(name)
+        if arrivals is None:
+            arrivals = self._arrivals[name] = self.state.arrivals(name, self.now)
+        counted = self._counted.get(name, 0)
+        if counted + count <= len(arrivals):
+            self._counted[name] = counted + count
+            return arrivals[counted + count - 1]
+        state = self.state
+        allowance = template.max - state.alive.get(name, 0) - len(arrivals)
+        if name in state.allowance:
+            allowance = min(allowance, state.allowance[name])
+        if count - (len(arrivals) - counted) > allowance:
+            return None
+        self._counted[name] = len(arrivals)
+        return self.now + state.lead_time(name)
+
+
+def _share(
+    ranked: list[int], room: dict[int, int], n: int, pieces: tuple[int, ...]
+) -> tuple[dict[int, int], tuple[int, ...]]:
+    """A job's share of `ranked` hosts (`room`: its slots each can take): slot by slot
+    up to `n`, or with pieces one per host, the largest first (pieces come so: ptile
+    ones, then the remainder); and the pieces left."""
+    share: dict[int, int] = {}
+    if not pieces:
+        left = n
+        for index in ranked:
+            take = min(room[index], left)
+            share[index] = take
+            left -= take
+            if not left:
+                break
+        return share, ()
+    at = 0
+    for index in ranked:
+        if at < len(pieces) and room[index] >= pieces[at]:
+            share[index] = pieces[at]
+            at += 1
+    return share, pieces[at:]
+
+
+def empty_room(template: HostTemplate, per_slot: tuple[tuple[str, float], ...]) -> int:
+    """Slots of a job with these per-slot consumables an empty host of `template`
+    holds."""
+    room = template.slots
+    for res, amount in per_slot:
+        value = template.resources.get(res, 0)
+        have = 0.0 if isinstance(value, bool) else float(value)
+        room = min(room, int((have + EPSILON) // amount))
+    return room
