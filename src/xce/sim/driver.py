@@ -36,7 +36,7 @@ from xce.model.events import (
     SupplyChanged,
 )
 from xce.model.jobs import JobSpec
-from xce.model.policy import PolicyConfig, ProviderModel, TokenModel
+from xce.model.policy import LeadTime, PolicyConfig, ProviderModel, TokenModel
 from xce.model.result import SessionResult
 from xce.policy import (
     Action,
@@ -50,6 +50,7 @@ from xce.policy import (
     ReturnTokens,
     SetAllowance,
 )
+from xce.policy.actions import CancelHosts
 from xce.policy.decide import decide, quiet_memory  # (functions; also a module `decide`)
 from xce.policy.timers import due_at
 from xce.sched import SchedulerState, run_session
@@ -66,6 +67,30 @@ from xce.sim.workload import Workload, WorkloadJob
 NEVER: Final = math.inf
 # A job ended at its run limit, as the live agent ends it (TERM first).
 LIMIT_SIGNAL: Final = 15
+# The policy actions kept in `Simulator.actions_log`: at least the latest this many
+# (older ones are dropped in batches, so that a run going on for ever stays bounded).
+ACTIONS_KEPT: Final = 10_000
+
+
+class Order:
+    """Hosts of one template requested together that join at the same moment (one
+    action), or fail then (one action each: `joins` False); the hosts of it cancelled
+    before then are taken off `count`."""
+
+    __slots__ = ("count", "joins", "requested")
+
+    def __init__(self, requested: float, count: int, joins: bool) -> None:
+        self.requested = requested
+        self.count = count
+        self.joins = joins
+
+
+def mean_lead_time(lead: LeadTime) -> float:
+    """The mean of a lead-time model (`xce.sim.providers.draw_lead_time` draws from it;
+    a normal one is taken at its mean, its few draws below 0 notwithstanding)."""
+    if lead.dist == "uniform":
+        return (lead.low + lead.high) / 2
+    return lead.mean
 
 
 class Simulator:
@@ -104,6 +129,51 @@ class Simulator:
         ] = decide
         self.memory = PolicyMemory()
         self.templates: dict[str, HostTemplate] = {t.name: t for t in config.catalog.templates}
+        self._supply(config, host_providers)
+        self.actions_log: list[tuple[float, Action]] = []  # the latest (ACTIONS_KEPT)
+        self.last_result: SessionResult | None = None
+        self._host_seq = 0
+        # running job -> the number of its start among all starts: a finish scheduled
+        # for an earlier run of a job since requeued is stale (numbers never repeat)
+        self._run_gen: dict[int, int] = {}
+        self._starts = 0
+        self._session_at: float | None = None
+        self._last_session = -math.inf
+        self._timer_at: float | None = None
+        self._core_due = NEVER  # the last session's next_due (the scheduler's timers)
+        self._specs: dict[int, WorkloadJob] = {}
+        # job -> how long it runs here: its recorded run time, or its run limit when
+        # that is shorter and limits are enforced (those jobs are in `_cut`)
+        self._runs: dict[int, float] = {}
+        self._cut: set[int] = set()
+        self._enforce = config.simulation.enforce_run_limits
+        self._queue_of: dict[str, Queue] = {q.name: q for q in config.queues}
+        self._token_clock = 0.0
+        self.first_submit = workload.jobs[0].submit if workload.jobs else 0.0
+        # Available slot-seconds, integrated as capacity changes (from the first submit):
+        # the slots present now, since when, and the slot-seconds up to then.
+        self._capacity_level = 0.0
+        self._capacity_clock = self.first_submit
+        self._capacity_seconds = 0.0
+        self._apply(ConfigLoaded(config=config))
+        self._expected_lead_times()
+        self._static_slots = sum(h.slots for h in config.hosts)
+        self._static_hosts = len(config.hosts)
+        # Wide jobs use at least a quarter of the machine: the static hosts' slots, or
+        # without static hosts the most the catalog could provide.
+        machine = self._static_slots or sum(t.max * t.slots for t in config.catalog.templates)
+        self.metrics.wide_slots = machine / 4
+        self._capacity(float(self._static_slots))
+        self._first_queue = config.queues[0].name
+        self._queues = {q.name for q in config.queues}
+        self._admit(workload)
+        self.start_wall = wallclock.perf_counter()
+
+    def _supply(
+        self, config: ClusterConfig, host_providers: Mapping[str, HostProvider] | None
+    ) -> None:
+        """The simulated host providers (per provider, and per template) and license
+        pools, and what is in flight, borrowed and provisioned (nothing yet)."""
         self.providers = {
             t.provider: HostProvider(
                 t.provider, config.simulation.providers.get(t.provider, ProviderModel())
@@ -125,43 +195,30 @@ class Simulator:
             size = countable.max_borrow if model.pool is None else model.pool
             self.pools[key] = TokenPool(key, model, size)
         self.in_flight: dict[str, int] = {t: 0 for t in self.templates}
+        # template -> its hosts in flight, in request order (the scheduler is told when
+        # each was requested; cancelled: the latest first)
+        self._orders: dict[str, list[Order]] = {t: [] for t in self.templates}
+        self._void = 0  # scheduled joins and failures of hosts since cancelled (no work)
+        self._template_slots: dict[str, float] = {
+            t.name: float(t.slots) for t in config.catalog.templates
+        }
         self.tokens_in_flight: dict[str, float] = {k: 0.0 for k in self.pools}
         self.borrowed: dict[str, float] = {k: 0.0 for k in self.pools}
         self.provisioned: dict[str, tuple[str, float]] = {}  # host -> (template, joined)
-        self.used_hosts: set[str] = set()
+        self.used_hosts: set[str] = set()  # hosts present that ran a job
+        # running job on provisioned hosts -> (start, template -> its slots there over
+        # the template's slots): host-hours busy, counted when its run ends
+        self._busy: dict[int, tuple[float, dict[str, float]]] = {}
         self.closed: set[str] = set()  # provisioned hosts drained, not yet released
         # provisioned hosts not drained -> when they joined, in join order
         self._open_provisioned: dict[str, float] = {}
         self.failures: list[str] = []
         self.joined: list[str] = []
-        self.actions_log: list[tuple[float, Action]] = []
-        self.last_result: SessionResult | None = None
-        self._host_seq = 0
-        self._run_gen: dict[int, int] = {}  # job -> start generation (stale finishes)
-        self._session_at: float | None = None
-        self._last_session = -math.inf
-        self._timer_at: float | None = None
-        self._core_due = NEVER  # the last session's next_due (the scheduler's timers)
-        self._specs: dict[int, WorkloadJob] = {}
-        # job -> how long it runs here: its recorded run time, or its run limit when
-        # that is shorter and limits are enforced (those jobs are in `_cut`)
-        self._runs: dict[int, float] = {}
-        self._cut: set[int] = set()
-        self._enforce = config.simulation.enforce_run_limits
-        self._queue_of: dict[str, Queue] = {q.name: q for q in config.queues}
-        self._capacity_changes: list[tuple[float, float]] = []  # (time, +/- slots)
-        self._token_clock = 0.0
-        self._apply(ConfigLoaded(config=config))
-        self._static_slots = sum(h.slots for h in config.hosts)
-        self._static_hosts = len(config.hosts)
-        # Wide jobs use at least a quarter of the machine: the static hosts' slots, or
-        # without static hosts the most the catalog could provide.
-        machine = self._static_slots or sum(t.max * t.slots for t in config.catalog.templates)
-        self.metrics.wide_slots = machine / 4
-        self._capacity_changes.append((0.0, float(self._static_slots)))
-        hosts = self.state.live_hosts()
-        self._first_queue = config.queues[0].name
-        self._queues = {q.name for q in config.queues}
+
+    def _admit(self, workload: Workload) -> None:
+        """The workload's jobs that could ever run (the others are too large), as the
+        stream of arrivals."""
+        config, hosts = self.config, self.state.live_hosts()
         # Admission depends on the job's slots and requirement only: once per pair.
         verdicts: dict[tuple[int, str], bool] = {}
         arrivals: list[WorkloadJob] = []
@@ -182,8 +239,6 @@ class Simulator:
         arrivals.sort(key=lambda j: max(j.submit, now))
         self._arrivals = arrivals
         self.loop.stream([max(j.submit, now) for j in arrivals], self._arrive)
-        self.start_wall = wallclock.perf_counter()
-        self.first_submit = workload.jobs[0].submit if workload.jobs else 0.0
 
     # ------------------------------------------------------------------ plumbing
     @staticmethod
@@ -215,6 +270,7 @@ class Simulator:
         self._memory = memory
         self._demand_since: dict[str, float] = memory.demand_since
         self._backoff_until: dict[str, float] = memory.backoff_until
+        self._held_until: dict[str, float] = memory.held_until
 
     def _oldest_joined(self) -> float:
         """When the provisioned host that joined first joined (inf: none is up)."""
@@ -226,6 +282,26 @@ class Simulator:
         if self.recorder is not None:
             self.recorder.event(self.now, event)
         self.state.apply(event)
+
+    def _expected_lead_times(self) -> None:
+        """Tell the scheduler how long a new host of each template takes to join, the
+        mean of its simulated provider's lead-time model, for templates whose
+        `expected_lead_time` is not set (the scheduler uses the configured one)."""
+        leads = {
+            t.name: mean_lead_time(self.template_providers[t.name].model.lead_time)
+            for t in self.config.catalog.templates if t.expected_lead_time is None
+        }
+        if leads:
+            self._apply(SupplyChanged(lead_time=leads, time=self.now))
+
+    def _capacity(self, delta: float) -> None:
+        """The slots present change by `delta` now (integrated from the first submit)."""
+        when = self.now
+        if when < self.first_submit:
+            when = self.first_submit
+        self._capacity_seconds += self._capacity_level * (when - self._capacity_clock)
+        self._capacity_clock = when
+        self._capacity_level += delta
 
     def _dirty(self) -> None:
         """An input changed: run a session at the next session tick.
@@ -270,6 +346,8 @@ class Simulator:
         if self._run_gen.get(job) != generation:
             return  # requeued meanwhile
         del self._run_gen[job]
+        if job in self._busy:
+            self._busy_end(job)
         if self._cut and job in self._cut:  # ended at its run limit
             self._cut.discard(job)
             self.metrics.jobs_killed_at_limit += 1
@@ -279,6 +357,26 @@ class Simulator:
             self._apply(JobFinished(job=job, time=self.now))
         self.metrics.finish(job, self.now)
         self._freed()
+
+    def _busy_start(self, job: int, hosts: dict[str, int], start: float) -> None:
+        """A job starts on `hosts`: its share of each template's provisioned hosts."""
+        provisioned, slots_of = self.provisioned, self._template_slots
+        shares: dict[str, float] = {}
+        for host, slots in hosts.items():
+            entry = provisioned.get(host)
+            if entry is not None:
+                template = entry[0]
+                shares[template] = shares.get(template, 0.0) + slots / slots_of[template]
+        if shares:
+            self._busy[job] = (start, shares)
+
+    def _busy_end(self, job: int) -> None:
+        """A job's run on provisioned hosts ends (finished, killed, requeued or lost)."""
+        start, shares = self._busy[job]
+        del self._busy[job]
+        seconds, run = self.metrics.busy_host_seconds, self.now - start
+        for template, share in shares.items():
+            seconds[template] = seconds.get(template, 0.0) + share * run
 
     def _freed(self) -> None:
         """Capacity was freed: it matters to jobs waiting for it, and to a drained host
@@ -310,9 +408,11 @@ class Simulator:
                 self._apply(JobStarted(job=job, hosts=d.hosts, time=tick, pools=d.pools))
                 started.setdefault(job, tick)
                 used_hosts.update(d.hosts)
-                generation = run_gen.get(job, 0) + 1
-                run_gen[job] = generation
-                loop.at(tick + runs[job], partial(finish, job, generation))
+                if self.provisioned:
+                    self._busy_start(job, d.hosts, tick)
+                self._starts += 1
+                run_gen[job] = self._starts
+                loop.at(tick + runs[job], partial(finish, job, self._starts))
         if result.backfilled:
             self.metrics.backfilled.update(result.backfilled)
         self._policy_round(result)
@@ -360,9 +460,12 @@ class Simulator:
         )
         self.failures, self.joined = [], []
         actions, self.memory = self.decide(inp, self.memory, self.policy, self.config.catalog)
+        log = self.actions_log
         for action in actions:
-            self.actions_log.append((result.now, action))
+            log.append((result.now, action))
             self._act(action)
+        if len(log) > 2 * ACTIONS_KEPT:
+            del log[:-ACTIONS_KEPT]
 
     def _nothing_to_reclaim(self) -> bool:
         """Whether no closed host nor host past its maximum lifetime is one a policy
@@ -441,6 +544,8 @@ class Simulator:
             self._request_hosts(action.template, action.count)
         elif type(action) is RequestTokens:
             self._request_tokens(action.resource, action.amount)
+        elif type(action) is CancelHosts:
+            self._cancel_hosts(action.template, action.count)
         elif type(action) is ReturnTokens:
             key = action.resource
             amount = min(action.amount, self.borrowed.get(key, 0.0))
@@ -458,8 +563,10 @@ class Simulator:
     def _request_hosts(self, name: str, count: int) -> None:
         provider = self.template_providers[name]
         metrics = self.metrics
+        metrics.requests += 1
         metrics.hosts_requested[name] = metrics.hosts_requested.get(name, 0) + count
         fates = [provider.answer(self.rng) for _ in range(count)]
+        now, orders = self.now, self._orders[name]
         # Hosts drawn one after the other with the same fate and lead time are one run:
         # those that join, join in one action (actions of one time run in the order
         # scheduled, so this is the order of one action each).
@@ -471,20 +578,70 @@ class Simulator:
                 self._dirty()
                 continue
             self.in_flight[name] += hosts
+            order = Order(now, hosts, fate == "join")
+            orders.append(order)
             if fate == "join":
-                self.loop.at(self.now + delay, partial(self._hosts_join, name, hosts))
+                self.loop.at(now + delay, partial(self._hosts_join, name, order))
             else:
                 for _ in range(hosts):
-                    self.loop.at(self.now + delay, partial(self._host_fails, name))
-        self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
+                    self.loop.at(now + delay, partial(self._host_fails, name, order))
+        self._in_flight_changed(name)
         self._dirty()
 
-    def _hosts_join(self, name: str, count: int) -> None:
-        """`count` hosts of a template join, one after the other."""
+    def _in_flight_changed(self, name: str) -> None:
+        """Tell the scheduler a template's hosts in flight and when they were requested."""
+        requested: list[float] = []
+        for order in self._orders[name]:
+            requested.extend([order.requested] * order.count)
+        self._apply(SupplyChanged(
+            in_flight={name: self.in_flight[name]}, requested={name: requested},
+            time=self.now,
+        ))
+
+    def _arrived(self, name: str, order: Order, count: int) -> None:
+        """`count` hosts of an order are no longer in flight (they joined or failed)."""
+        order.count -= count
+        if not order.count:
+            self._orders[name].remove(order)
+        self.in_flight[name] -= count
+        self._in_flight_changed(name)
+
+    def _cancel_hosts(self, name: str, count: int) -> None:
+        """Cancel up to `count` hosts of a template in flight, the latest requested
+        first: they will not join (their provider's capacity is free again)."""
+        orders = self._orders.get(name, [])  # (each with hosts in flight)
+        cancelled = 0
+        for order in reversed(orders):
+            take = min(count - cancelled, order.count)
+            order.count -= take
+            cancelled += take
+            if not order.joins:
+                self._void += take  # (the last `take` of its failures)
+            elif not order.count:
+                self._void += 1
+            if cancelled == count:
+                break
+        if not cancelled:
+            return
+        self._orders[name] = [order for order in orders if order.count]
+        provider = self.template_providers[name]
+        for _ in range(cancelled):
+            provider.released()
+        metrics = self.metrics
+        metrics.hosts_cancelled[name] = metrics.hosts_cancelled.get(name, 0) + cancelled
+        self.in_flight[name] -= cancelled
+        self._in_flight_changed(name)
+        self._dirty()
+
+    def _hosts_join(self, name: str, order: Order) -> None:
+        """The hosts of an order still in flight join, one after the other."""
+        count = order.count
+        if not count:  # all cancelled
+            self._void -= 1
+            return
         template = self.templates[name]
         now = self.now
-        self.in_flight[name] -= count
-        self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=now))
+        self._arrived(name, order, count)
         slots, type_, model = template.slots, template.type, template.model
         resources = template.resources  # (the scheduler copies what it keeps)
         provider = self.template_providers[name]
@@ -505,17 +662,20 @@ class Simulator:
                 # A timer, not work: a reclaim due after the host was given back must
                 # not keep the run going (nor stretch its sim_seconds).
                 self.loop.at(now + after, partial(self._reclaimed, host), TIMER)
-        self._capacity_changes.append((now, float(slots * count)))
+        self._capacity(float(slots * count))
         self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + count
         self.joined.append(name)
         self._dirty()
 
-    def _host_fails(self, name: str) -> None:
-        self.in_flight[name] -= 1
+    def _host_fails(self, name: str, order: Order) -> None:
+        """A host of an order never joins (unless the order's hosts were cancelled)."""
+        if not order.count:  # cancelled
+            self._void -= 1
+            return
         self.template_providers[name].released()
         self.metrics.hosts_failed[name] = self.metrics.hosts_failed.get(name, 0) + 1
         self.failures.append(name)
-        self._apply(SupplyChanged(in_flight={name: self.in_flight[name]}, time=self.now))
+        self._arrived(name, order, 1)
         self._dirty()
 
     def _reclaimed(self, host: str) -> None:
@@ -526,6 +686,8 @@ class Simulator:
         record = self.state.host_by_name[host]
         for job in sorted(record.running):
             self._run_gen.pop(job, None)
+            if job in self._busy:
+                self._busy_end(job)
             self._apply(lost_job(self.state, self.state.running[job].spec, self.now,
                                  f"host {host} reclaimed"))
         self._release(host, lost=True)
@@ -539,13 +701,14 @@ class Simulator:
         if host in self._open_provisioned:  # (not pop: compiled, a call by name)
             del self._open_provisioned[host]
         self._apply(HostRemoved(name=host, time=self.now))
-        slots = self.templates[template].slots
-        self._capacity_changes.append((self.now, -float(slots)))
+        self._capacity(-self._template_slots[template])
         seconds = self.metrics.host_seconds
         seconds[template] = seconds.get(template, 0.0) + self.now - joined
         counter = self.metrics.hosts_lost if lost else self.metrics.hosts_reclaimed
         counter[template] = counter.get(template, 0) + 1
-        if host not in self.used_hosts:
+        if host in self.used_hosts:
+            self.used_hosts.discard(host)  # (its name is never given again)
+        else:
             self.metrics.hosts_never_used += 1
         self.template_providers[template].released()
 
@@ -553,6 +716,7 @@ class Simulator:
         pool = self.pools.get(key)
         if pool is None:
             return
+        self.metrics.requests += 1
         self.metrics.tokens_requested += amount
         granted, delay = pool.answer(amount, self.rng)
         self.tokens_in_flight[key] += amount
@@ -597,7 +761,7 @@ class Simulator:
                 when = at
             at = due_at(
                 self._demand_since, self._backoff_until, self._persistence,
-                self._max_lifetime, self._open_provisioned.values(), now,
+                self._max_lifetime, self._open_provisioned.values(), now, self._held_until,
             )
             if at < when:
                 when = at
@@ -641,7 +805,7 @@ class Simulator:
                     nxt = loop.next_time()
                     if nxt is None or nxt > until:
                         break
-                if not loop.work and self._over():
+                if loop.work == self._void and self._over():
                     break  # only wake-ups are left and nothing is waiting for them
                 if not loop.step():
                     break
@@ -657,9 +821,9 @@ class Simulator:
 
     @property
     def done(self) -> bool:
-        """Nothing is left to happen but wake-ups, and no job waits or runs and no
-        supply is held or coming: the run is over."""
-        if self.loop.work:
+        """Nothing is left to happen but wake-ups (and hosts cancelled not joining),
+        and no job waits or runs and no supply is held or coming: the run is over."""
+        if self.loop.work != self._void:
             return False
         return self._over()
 
@@ -683,24 +847,21 @@ class Simulator:
         """The simulator summary (FORMATS.md)."""
         end = self.now
         self._account_tokens()
-        capacity = 0.0
-        level = 0.0
-        last = self.first_submit
-        for when, delta in sorted(self._capacity_changes):
-            when = max(when, self.first_submit)
-            capacity += level * (when - last)
-            last, level = when, level + delta
-        capacity += level * max(0.0, end - last)
+        capacity = self._capacity_seconds + self._capacity_level * max(
+            0.0, end - self._capacity_clock
+        )
+        # Hosts still up and jobs still running on them count until now, without
+        # changing what later calls see.
         seconds = dict(self.metrics.host_seconds)
         for template, joined in self.provisioned.values():
             seconds[template] = seconds.get(template, 0.0) + end - joined
-        summary = self.metrics.summary(
+        busy = dict(self.metrics.busy_host_seconds)
+        for start, shares in self._busy.values():
+            for template, share in shares.items():
+                busy[template] = busy.get(template, 0.0) + share * (end - start)
+        return self.metrics.summary(
             jobs=len(self.workload.jobs), skipped=self.workload.skipped,
             sim_seconds=end - self.first_submit,
             wall_seconds=wallclock.perf_counter() - self.start_wall,
-            capacity_slot_seconds=capacity,
+            capacity_slot_seconds=capacity, host_seconds=seconds, busy_host_seconds=busy,
         )
-        # Hosts still up count until now, without changing what later calls see.
-        templates = sorted(set(summary["host_hours"]) | set(seconds))
-        summary["host_hours"] = {t: round(seconds.get(t, 0.0) / 3600, 3) for t in templates}
-        return summary

@@ -1,13 +1,14 @@
 """What a simulation run measures: job waits and slowdowns (the longest, and that of
 wide jobs), utilization, plans (jobs backfilled, jobs ended at their run limit),
-elastic supply (hosts requested, joined, reclaimed, host-hours, tokens), and time
-series for the report."""
+elastic supply (provider requests, hosts requested, joined, reclaimed, host-hours and
+the busy part of them, tokens), and time series for the report."""
 
 from __future__ import annotations
 
 import math
 import struct
 from array import array
+from collections.abc import Mapping
 from typing import Any, Final
 
 BSLD_TAU: Final = 10.0  # s: bounded slowdown threshold
@@ -86,9 +87,13 @@ class Metrics:
         self.hosts_requested: dict[str, int] = {}
         self.hosts_joined: dict[str, int] = {}
         self.hosts_failed: dict[str, int] = {}
+        self.hosts_cancelled: dict[str, int] = {}  # in flight, cancelled by the policy
         self.hosts_reclaimed: dict[str, int] = {}
         self.hosts_lost: dict[str, int] = {}
-        self.host_seconds: dict[str, float] = {}
+        self.host_seconds: dict[str, float] = {}  # of provisioned hosts given back
+        # slot-seconds of ended runs on provisioned hosts over the template's slots
+        self.busy_host_seconds: dict[str, float] = {}
+        self.requests = 0  # provider requests made (RequestHosts, RequestTokens)
         self.hosts_never_used = 0
         self.tokens_requested = 0.0
         self.tokens_borrowed = 0.0
@@ -111,12 +116,14 @@ class Metrics:
 
     def summary(
         self, *, jobs: int, skipped: int, sim_seconds: float, wall_seconds: float,
-        capacity_slot_seconds: float,
+        capacity_slot_seconds: float, host_seconds: Mapping[str, float],
+        busy_host_seconds: Mapping[str, float],
     ) -> dict[str, Any]:
-        """The simulator summary of FORMATS.md (plus a few more fields)."""
+        """The simulator summary of FORMATS.md (plus a few more fields); the seconds
+        per template of provisioned hosts and of their busy part, up to now."""
         waits = sorted(self.waits)
         templates = sorted(
-            set(self.hosts_requested) | set(self.hosts_joined) | set(self.host_seconds)
+            set(self.hosts_requested) | set(self.hosts_joined) | set(host_seconds)
         )
         return {
             "jobs": jobs,
@@ -141,9 +148,14 @@ class Metrics:
             "hosts_requested": sum(self.hosts_requested.values()),
             "hosts_joined": sum(self.hosts_joined.values()),
             "hosts_failed": sum(self.hosts_failed.values()),
+            "hosts_cancelled": sum(self.hosts_cancelled.values()),
             "hosts_reclaimed": sum(self.hosts_reclaimed.values()),
             "hosts_lost": sum(self.hosts_lost.values()),
-            "host_hours": {t: round(self.host_seconds.get(t, 0.0) / 3600, 3) for t in templates},
+            "requests": self.requests,
+            "host_hours": {t: round(host_seconds.get(t, 0.0) / 3600, 3) for t in templates},
+            "host_hours_busy": {
+                t: round(busy_host_seconds.get(t, 0.0) / 3600, 3) for t in templates
+            },
             "hosts_never_used": self.hosts_never_used,
             "tokens_requested": self.tokens_requested,
             "tokens_borrowed": self.tokens_borrowed,

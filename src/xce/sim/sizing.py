@@ -22,9 +22,15 @@ def sized_cluster(
     lead_time: float = 120,
     idle_time: float = 600,
     session_interval: float = 10,
+    *,
+    template_max: int | None = None,
+    backfill: bool = False,
+    reserve_depth: int = 0,
 ) -> ClusterConfig:
     """The traced machine as a static cluster, or with the `elastic` fraction of its
-    hosts as one template (`cloud`) that the policy provisions on demand."""
+    hosts as one template (`cloud`) that the policy provisions on demand, at most
+    `template_max` hosts of it (default: that fraction). `backfill` (the queue's) and
+    `reserve_depth` (the cluster's) are the plan's settings (EASY: true and 1)."""
     nodes, slots = machine_shape(workload)
     cloud = round(nodes * elastic)
     static = nodes - cloud
@@ -33,8 +39,9 @@ def sized_cluster(
     templates: tuple[HostTemplate, ...] = ()
     simulation = SimulationConfig()
     if cloud:
+        most = cloud if template_max is None else template_max
         templates = (
-            HostTemplate(name="cloud", provider="sim", slots=slots, max=cloud, rank=0),
+            HostTemplate(name="cloud", provider="sim", slots=slots, max=most, rank=0),
         )
         simulation = SimulationConfig(
             providers={"sim": ProviderModel(lead_time=LeadTime(mean=lead_time))}
@@ -43,7 +50,8 @@ def sized_cluster(
         cluster=workload.name,
         session_interval=session_interval,
         hosts=hosts,
-        queues=(Queue(name="normal", priority=30),),
+        queues=(Queue(name="normal", priority=30, backfill=backfill),),
         catalog=Catalog(idle_time=idle_time, templates=templates),
         simulation=simulation,
+        reserve_depth=reserve_depth,
     )
