@@ -413,8 +413,8 @@ class CatalogPass:
             return None
         assert self.planner is not None
         plan = self.planner()
-        found = plan.find(bucket)
-        if found is None or found[0] > joins:
+        found = plan.find(bucket, joins)
+        if found is None:
             return None
         start, hosts = found
         booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)

@@ -299,9 +299,12 @@ class Plan:
         assert found is not None
         return found
 
-    def find(self, bucket: Bucket) -> tuple[float, dict[int, int]] | None:
-        """The earliest start after now at which a job of `bucket` fits over its
-        window on the profile, and its hosts; None if it never fits.
+    def find(
+        self, bucket: Bucket, until: float = math.inf
+    ) -> tuple[float, dict[int, int]] | None:
+        """The earliest start after now, and no later than `until`, at which a job of
+        `bucket` fits over its window on the profile, and its hosts; None if there is
+        none.
 
         Change points are swept in time order with the free slots of the eligible
         hosts summed as they go: a point is tried (a placement on the capacity that
@@ -334,6 +337,8 @@ class Plan:
                 time = end if end > now else soon
             if at_change < count_changes and changes[at_change][0] < time:
                 time = changes[at_change][0]
+            if time > until:
+                return None
             rose = False
             while at_end < count_ends:
                 end = ends[at_end][0]
