@@ -3,6 +3,8 @@ template and per pool, with the pend reasons of the jobs that wait for it."""
 
 from __future__ import annotations
 
+import msgspec
+
 from xce.model.result import (
     Demand,
     HostDemand,
@@ -144,8 +146,16 @@ def supply_holds(
     (by name) and `<template>:virtual` for the slots on hosts still to come."""
     names = catalog.state.names
     found: list[Reservation] = []
-    for settled, _members, outcome in outcomes:
+    held = catalog.holds.held if catalog.holds is not None else {}
+    for settled, members, outcome in outcomes:
         if not isinstance(outcome, Placed) or outcome.template is None:
+            # A job holding joined hosts that the rest of its supply cannot reach
+            # still holds them this session (the real pass booked them).
+            for job in members if held else ():
+                hold = held.get(job.id)
+                if hold is not None:
+                    booked = hold.booked
+                    found.append(msgspec.structs.replace(booked, virtual=True))
             continue
         joined = outcome.joined
         hosts = {names[index]: slots for index, slots in joined.items()}
