@@ -1,5 +1,6 @@
 """Loading the configuration keys of issue 18: a template's `expected_lead_time`, and the
-policy knobs `keep_idle_while_demand` and `scale_down_delay_after_add`.
+policy knobs `keep_idle_while_demand`, `scale_down_delay_after_add` and
+`cancel_surplus`.
 
 Every error test states the exact `file:line: field: message` a user would see (the
 same form as the other fields' errors, tests/test_config.py).
@@ -145,6 +146,50 @@ def test_bad_scale_down_delay_after_add_names_file_line_and_field(
     )
 
 
+# --- policy.cancel_surplus ------------------------------------------------------------
+
+
+def test_cancel_surplus_defaults_to_true_and_reads_false() -> None:
+    assert config_of("policy: {persistence: 0}\n").policy.cancel_surplus is True
+    assert config_of("policy:\n  cancel_surplus: false\n").policy == PolicyConfig(
+        cancel_surplus=False
+    )
+    assert config_of("policy:\n  cancel_surplus: true\n").policy == PolicyConfig()
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ('"yes"', "a string ('yes')"),
+        ("'no'", "a string ('no')"),
+        ("'false'", "a string ('false')"),
+        ("1", "a number (1)"),
+        ("0", "a number (0)"),
+        ("null", "null"),
+        ("[true]", "a list"),
+    ],
+)
+def test_bad_cancel_surplus_names_file_line_and_field(value: str, shown: str) -> None:
+    message = error_of(f"policy:\n  persistence: 0\n  cancel_surplus: {value}\n")
+    assert message == (
+        f"cluster.yaml:5: policy.cancel_surplus: expected true or false, got {shown}"
+    )
+    assert "\n" not in message, "one error, on one line"
+
+
+def test_a_bad_cancel_surplus_beside_other_knobs_is_the_one_error() -> None:
+    text = (
+        "policy:\n"
+        "  persistence: 30\n"
+        "  keep_idle_while_demand: false\n"
+        "  scale_down_delay_after_add: 600\n"
+        '  cancel_surplus: "yes"\n'
+    )
+    assert error_of(text) == (
+        "cluster.yaml:7: policy.cancel_surplus: expected true or false, got a string ('yes')"
+    )
+
+
 def test_a_misspelt_knob_is_an_unknown_key() -> None:
     assert error_of("policy:\n  scale_down_delay: 60\n") == (
         "cluster.yaml:4: policy.scale_down_delay: unknown key 'scale_down_delay'"
@@ -164,6 +209,7 @@ policy:
   min_hosts: {aws.c5: 1}
   keep_idle_while_demand: false
   scale_down_delay_after_add: 600
+  cancel_surplus: false
 simulation:
   providers:
     aws: {lead_time: 120}
@@ -178,7 +224,7 @@ def test_a_good_configuration_round_trips() -> None:
     )
     assert config.policy == PolicyConfig(
         persistence=30, min_hosts={"aws.c5": 1}, keep_idle_while_demand=False,
-        scale_down_delay_after_add=600.0,
+        scale_down_delay_after_add=600.0, cancel_surplus=False,
     )
     # The loaded values come back as loaded: the model written out and read again.
     again = config_of(
@@ -198,6 +244,7 @@ def test_a_good_configuration_round_trips() -> None:
         "  min_hosts: {aws.c5: 1}\n"
         f"  keep_idle_while_demand: {str(config.policy.keep_idle_while_demand).lower()}\n"
         f"  scale_down_delay_after_add: {config.policy.scale_down_delay_after_add}\n"
+        f"  cancel_surplus: {str(config.policy.cancel_surplus).lower()}\n"
         "simulation:\n  providers:\n    aws: {lead_time: 120}\n"
     )
     assert again == config

@@ -5,7 +5,9 @@
 * `scale_down_delay_after_add`: for that long after hosts of a template were last
   requested, none of its idle hosts is drained for idleness; the policy's timer
   (`next_due`) reports the end of the delay while it holds hosts back;
-* `RequestHosts.jobs`: a request made for demand carries the demand's jobs.
+* `RequestHosts.jobs`: a request made for demand carries the demand's jobs;
+* `cancel_surplus`: in-flight hosts the demand reports as surplus (no pending job needs
+  them) are cancelled (`CancelHosts`), and `quiet_memory` agrees with `decide` on it.
 
 Each test builds a round's input by hand and states the exact actions (kind and
 fields; reasons only where they are the point).
@@ -22,7 +24,7 @@ from hypothesis import strategies as st
 
 from xce.model.cluster import Catalog, HostTemplate
 from xce.model.policy import PolicyConfig
-from xce.model.result import Demand, HostDemand, Idle, IdleHost
+from xce.model.result import Demand, HostDemand, Idle, IdleHost, SurplusHosts
 from xce.policy import (
     Action,
     DrainHost,
@@ -34,6 +36,7 @@ from xce.policy import (
     next_due,
     quiet_memory,
 )
+from xce.policy.actions import CancelHosts
 from xce.policy.timers import due_at
 
 C5 = "aws.c5"
@@ -293,7 +296,9 @@ def quiet_rounds(draw: st.DrawFn) -> tuple[PolicyInput, PolicyMemory, PolicyConf
     times = st.sampled_from([0.0, 500.0, 1000.0])
     names = st.lists(st.sampled_from([C5, R5]), max_size=2, unique=True)
     demand_ = Demand(hosts=[HostDemand(t, draw(st.integers(0, 1)), 0, [1])
-                            for t in draw(names)])
+                            for t in draw(names)],
+                     surplus_hosts=[SurplusHosts(t, draw(st.integers(0, 2)))
+                                    for t in draw(names)])
     hosts = [host("c-9", draw(st.sampled_from([C5, R5])), state="closed", running=1)
              for _ in range(draw(st.integers(0, 1)))]
     policy_input = PolicyInput(
@@ -312,6 +317,7 @@ def quiet_rounds(draw: st.DrawFn) -> tuple[PolicyInput, PolicyMemory, PolicyConf
         min_hosts=draw(st.sampled_from([{}, {R5: 1}])), max_lifetime=0,
         keep_idle_while_demand=draw(st.booleans()),
         scale_down_delay_after_add=draw(st.sampled_from([0.0, 600.0])),
+        cancel_surplus=draw(st.booleans()),
     )
     return policy_input, memory, config
 
@@ -358,3 +364,78 @@ def test_a_capped_request_still_carries_all_the_demands_jobs() -> None:
     jobs = Demand(hosts=[HostDemand(C5, 3, 0, [5, 6, 8])])
     actions, _ = round_(config, inp(1000, jobs))
     assert actions == [("RequestHosts", C5, 1, (5, 6, 8))]
+
+
+# -------------------------------------------------------------------- cancel_surplus
+
+CANCEL = PolicyConfig(persistence=0, max_lifetime=0)
+NO_CANCEL = PolicyConfig(persistence=0, max_lifetime=0, cancel_surplus=False)
+
+
+def surplus(*entries: tuple[str, int], hosts: list[HostDemand] | None = None) -> Demand:
+    return Demand(hosts=hosts or [], surplus_hosts=[SurplusHosts(t, n) for t, n in entries])
+
+
+def in_flight_input(now: float, demand_: Demand, in_flight: dict[str, int]) -> PolicyInput:
+    return PolicyInput(now=now, demand=demand_, idle=Idle(), hosts=[], in_flight=in_flight,
+                       alive={})
+
+
+def test_surplus_in_flight_hosts_are_cancelled_by_default() -> None:
+    assert PolicyConfig().cancel_surplus is True, "the default"
+    actions, after = decide(in_flight_input(1000, surplus((C5, 2)), {C5: 3}),
+                            PolicyMemory(), CANCEL, CATALOG)
+    assert actions == [CancelHosts(C5, 2, "2 hosts in flight that no pending job needs")]
+    assert after == PolicyMemory(), "a cancellation starts no delay, remembers nothing"
+
+
+def test_each_templates_surplus_is_cancelled_in_the_demands_order() -> None:
+    actions, _ = round_(CANCEL, in_flight_input(1000, surplus((R5, 1), (C5, 4)),
+                                                {C5: 4, R5: 1}))
+    assert actions == [("CancelHosts", R5, 1), ("CancelHosts", C5, 4)]
+
+
+def test_no_cancellation_when_cancel_surplus_is_false() -> None:
+    actions, after = decide(in_flight_input(1000, surplus((C5, 2)), {C5: 2}),
+                            PolicyMemory(), NO_CANCEL, CATALOG)
+    assert actions == []
+    assert after == PolicyMemory()
+
+
+def test_no_cancellation_for_a_surplus_of_zero() -> None:
+    actions, _ = round_(CANCEL, in_flight_input(1000, surplus((C5, 0), (R5, 0)), {C5: 2}))
+    assert actions == []
+
+
+def test_a_cancellation_beside_a_request_for_another_template() -> None:
+    """aws.r5's in-flight host is not needed (the demand moved to aws.c5): it is
+    cancelled and aws.c5 hosts are requested, in one round; only the request starts
+    the scale-down delay."""
+    wanted = [HostDemand(C5, 1, 0, [7])]
+    actions, after = round_(DELAY, in_flight_input(1000, surplus((R5, 1), hosts=wanted),
+                                                   {R5: 1}))
+    assert actions == [("RequestHosts", C5, 1, (7,)), ("CancelHosts", R5, 1)]
+    assert after.added_at == {C5: 1000}
+
+
+def test_quiet_memory_is_none_while_there_is_surplus_to_cancel() -> None:
+    memory = PolicyMemory()
+    demand_ = surplus((C5, 1))
+    assert quiet_memory(demand_, Idle(), memory, CANCEL, {C5: 1}, {}, []) is None, (
+        "decide would cancel: the round may not be skipped")
+    assert decide(in_flight_input(1000, demand_, {C5: 1}), memory, CANCEL, CATALOG)[0]
+    # cancel_surplus false: nothing to do, and quiet_memory says so as decide does
+    quiet = quiet_memory(demand_, Idle(), memory, NO_CANCEL, {C5: 1}, {}, [])
+    assert quiet is memory
+    assert decide(in_flight_input(1000, demand_, {C5: 1}), memory, NO_CANCEL, CATALOG) == (
+        [], quiet)
+    # a surplus of 0 is no surplus
+    assert quiet_memory(surplus((C5, 0)), Idle(), memory, CANCEL, {C5: 1}, {}, []) is memory
+
+
+def test_min_hosts_top_ups_in_flight_are_not_cancelled() -> None:
+    config = PolicyConfig(persistence=0, max_lifetime=0, min_hosts={C5: 2})
+    actions, memory = round_(config, in_flight_input(1000, Demand(), {}))
+    assert actions == [("RequestHosts", C5, 2, ())]
+    actions, _ = round_(config, in_flight_input(1010, surplus((C5, 2)), {C5: 2}), memory)
+    assert actions == [], "the minimum is what they are for: kept"

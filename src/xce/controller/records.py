@@ -38,6 +38,7 @@ from xce.model.events import (
     RequestRecorded,
 )
 
+CANCELLED = "cancelled before it joined"  # an instance's expected host was removed
 # (from, to) -> the reason recorded when none more specific is given
 REQUEST_TRANSITIONS: dict[tuple[str, str], str] = {
     ("requested", "in flight"): "accepted by the provider",
@@ -54,7 +55,7 @@ INSTANCE_TRANSITIONS: dict[tuple[str, str], str] = {
     ("requested", "released"): "the request was refused",
     ("running", "joined"): "joined the cluster",
     ("running", "releasing"): "join deadline passed",
-    ("running", "released"): "cancelled before it joined",
+    ("running", "released"): CANCELLED,
     ("running", "lost"): "vanished from the provider",
     ("joined", "draining"): "idle",
     ("draining", "joined"): "opened again",
@@ -66,6 +67,10 @@ INSTANCE_TRANSITIONS: dict[tuple[str, str], str] = {
     ("releasing", "lost"): "vanished from the provider",
     ("lost", "released"): "cleared",
 }
+# A request whose hosts that did not join were all cancelled (CancelHosts: no pending
+# job needed them any more) says so, rather than the defaults above.
+ALL_CANCELLED = "every host was cancelled before it joined"
+OTHERS_CANCELLED = "some hosts joined, the others were cancelled before they joined"
 REQUEST_FINAL = ("failed", "returned")
 INSTANCE_FINAL = ("released", "lost")
 # host close reasons that start giving a host back (reclaim: its provider announced it)
@@ -206,8 +211,8 @@ class RecordBook:
     def _request_follows(self, rid: str, now: float) -> list[Event]:
         record = self.requests[rid]
         facts: list[Event] = []
-        for state in _request_path(record, [self.instances[h] for h in record.hosts]):
-            facts.extend(self.change_request(rid, state, now))
+        for state, reason in _request_path(record, [self.instances[h] for h in record.hosts]):
+            facts.extend(self.change_request(rid, state, now, reason))
         return facts
 
     # ------------------------------------------------------------------ queries
@@ -259,29 +264,34 @@ def _instance_target(event: Event) -> tuple[str, str, str] | None:
     return None
 
 
-def _request_path(record: RequestRecord, instances: list[InstanceRecord]) -> list[str]:
-    """The request states its instances now call for, in order (often none)."""
+def _request_path(record: RequestRecord,
+                  instances: list[InstanceRecord]) -> list[tuple[str, str]]:
+    """The request states its instances now call for, in order (often none), each with
+    its reason ("": the table's)."""
     if record.state in REQUEST_FINAL:
         return []
     states = [i.state for i in instances]
     if all(s == "requested" for s in states):
         return []
-    path: list[str] = []
+    path: list[tuple[str, str]] = []
     current = record.state
     if current == "requested":
-        path.append(current := "in flight")
+        path.append((current := "in flight", ""))
     if any(s in ("requested", "running") for s in states):  # some still on their way
         return path
     joined = sum(i.joined for i in instances)
     if current == "in flight":
+        unjoined = [i for i in instances if not i.joined]
+        cancelled = bool(unjoined) and all(
+            i.state == "released" and i.reason == CANCELLED for i in unjoined)
         if joined == 0:
-            return [*path, "failed"]
-        path.append(current := "fulfilled" if joined == record.count else
-                    "partially fulfilled")
+            return [*path, ("failed", ALL_CANCELLED if cancelled else "")]
+        current = "fulfilled" if joined == record.count else "partially fulfilled"
+        path.append((current, OTHERS_CANCELLED if cancelled else ""))
     given_back = [i for i in instances if i.joined and i.state != "joined"
                   and i.state != "draining"]
     if given_back and current in ("fulfilled", "partially fulfilled"):
-        path.append(current := "returning")
+        path.append((current := "returning", ""))
     if current == "returning" and all(s in INSTANCE_FINAL for s in states):
-        path.append("returned")
+        path.append(("returned", ""))
     return path

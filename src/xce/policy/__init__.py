@@ -4,6 +4,7 @@ run this same code."""
 
 from xce.policy.actions import (
     Action,
+    CancelHosts,
     DecommissionHost,
     DrainHost,
     RequestHosts,
@@ -16,6 +17,7 @@ from xce.policy.timers import next_due
 
 __all__ = [
     "Action",
+    "CancelHosts",
     "DecommissionHost",
     "DrainHost",
     "PolicyInput",

@@ -92,14 +92,7 @@ def decide(
     demand_since: dict[str, float] = {}
     _request_hosts(inp, memory, config, catalog, backoff_until, demand_since, actions)
     if config.cancel_surplus:
-        for surplus in inp.demand.surplus_hosts:
-            if surplus.count > 0:
-                actions.append(
-                    CancelHosts(
-                        surplus.template, surplus.count,
-                        f"{surplus.count} hosts in flight that no pending job needs",
-                    )
-                )
+        _cancel_surplus(inp, config, actions)
     added_at = memory.added_at
     for action in actions:
         if isinstance(action, RequestHosts):
@@ -196,6 +189,20 @@ def _request_hosts(
         if have + requested < minimum and name not in backoff_until:
             missing = minimum - have - requested
             actions.append(RequestHosts(name, missing, f"keep at least {minimum}"))
+
+
+def _cancel_surplus(inp: PolicyInput, config: PolicyConfig, actions: list[Action]) -> None:
+    """Cancel in-flight hosts no pending job needs (appended to `actions`), never below
+    a template's `min_hosts` (hosts present and in flight: the scheduler, which knows
+    no minimum, reports a top-up in flight as surplus)."""
+    for surplus in inp.demand.surplus_hosts:
+        name = surplus.template
+        have = inp.alive.get(name, 0) + inp.in_flight.get(name, 0)
+        count = min(surplus.count, have - config.min_hosts.get(name, 0))
+        if count > 0:
+            actions.append(
+                CancelHosts(name, count, f"{count} hosts in flight that no pending job needs")
+            )
 
 
 def quiet_memory(

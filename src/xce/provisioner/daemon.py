@@ -6,8 +6,13 @@ A round: take or renew each provider's lease (a provider leased to another insta
 is skipped); read `GET /demand`, `GET /idle` and `GET /hosts`; run `xce.policy.decide`
 (the simulator's code) for the templates of the leased providers; then, for each
 action, tell the controller first (expected hosts, drain, decommission, token steps,
-allowance) with the lease's fencing token, and the provider after. Every decision is
-logged with its reason and kept for `status`.
+allowance, cancelled expected hosts) with the lease's fencing token, and the provider
+after. Every decision is logged with its reason and kept for `status`.
+
+CancelHosts (in-flight hosts no pending job needs any more, `policy.cancel_surplus`):
+the newest expected hosts of the template are removed at the controller (their
+instance records say "cancelled before it joined"), then their instances released;
+a host that joined meanwhile is kept.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from xce.policy import (
     SetAllowance,
     decide,
 )
+from xce.policy.actions import CancelHosts
 from xce.provisioner.client import ControllerClient, ControllerRefused
 from xce.provisioner.leadtime import LeadTimes
 from xce.provisioner.provider import HostGrant, Instance, Provider, ProviderError
@@ -92,6 +98,7 @@ class Provisioner:
         # provider -> its open requests as the controller answered this round (JSON)
         self._open: dict[str, list[dict[str, Any]]] = {}
         self._made: list[dict[str, Any]] = []  # requests made this round (JSON)
+        self._session_time: float | None = None  # of the session whose demand is acted on
 
     def _template_provider(self, template: str) -> str:
         for t in self.config.catalog.templates:
@@ -132,7 +139,9 @@ class Provisioner:
         if not leased:
             return []
         templates = {t.name for t in self.config.catalog.templates if t.provider in leased}
-        demand = (await self._call("GET", "/demand")).get("demand")
+        session = await self._call("GET", "/demand")
+        demand = session.get("demand")
+        self._session_time = session.get("time")  # when the demand was worked out
         idle = (await self._call("GET", "/idle")).get("idle")
         hosts = (await self._call("GET", "/hosts"))["hosts"]
         requested = {r["request"]: float(r["created"])
@@ -339,6 +348,8 @@ class Provisioner:
             match action:
                 case RequestHosts(template=template, count=count, jobs=jobs):
                     return await self._request_hosts(template, count, jobs)
+                case CancelHosts(template=template, count=count):
+                    return await self._cancel_hosts(template, count, hosts)
                 case DrainHost(host=host):
                     provider = self._template_provider(_template_of_host(hosts, host))
                     reason = "lifetime" if "lifetime" in action.reason else "idle"
@@ -395,6 +406,79 @@ class Provisioner:
         self._watch.update({g.name: template for g in grants})
         return f"requested {', '.join(g.name for g in grants)} ({rid})"
 
+    async def _cancel_hosts(self, template: str, count: int,
+                            hosts: list[dict[str, Any]]) -> str:
+        """Cancel `count` in-flight hosts of `template`, the latest requested first:
+        each expected host is removed at the controller (its instance record becomes
+        `released`, "cancelled before it joined"; its join token is dead from then on),
+        then the provider releases the instances of those removed.
+
+        Only hosts the session that reported the surplus counted are candidates (those
+        requested at or before its time): a host requested since is not surplus. A host
+        that joined meanwhile cannot be removed (409): it is kept, a host like any other
+        (idle reclaim gives it back if no job wants it). A host removed cannot join any
+        more, so releasing its instance loses nothing; should the provider fail to
+        release it, reconciliation releases it as an instance no open record knows."""
+        provider = self._template_provider(template)
+        chosen = cancel_candidates(hosts, self._open.get(provider, []), template,
+                                   self._session_time)[:count]
+        if not chosen:
+            return "nothing to cancel: no host of it is in flight"
+        cancelled: list[str] = []
+        kept: list[str] = []
+        for name in chosen:
+            try:
+                await self._call("POST", f"/hosts/{quote(name)}/remove", provider=provider)
+            except ControllerRefused as err:
+                log.info("CancelHosts %s: %s not cancelled: %s", template, name, err)
+                try:
+                    state = await self._host_state(name)
+                except (ControllerRefused, aiohttp.ClientError) as again:
+                    kept.append(f"{name} ({err}; then {again})")
+                    break
+                if state is None:
+                    kept.append(f"{name} (gone already)")
+                    continue
+                if state not in ("expected", "failed"):
+                    kept.append(f"{name} (joined meanwhile: kept)")
+                    continue
+                kept.append(f"{name} ({err})")  # not ours now (lease lost?): no more
+                break
+            cancelled.append(name)
+            self._watch.pop(name, None)
+        outcome = f"cancelled {', '.join(cancelled)}" if cancelled else "none cancelled"
+        if cancelled:
+            try:
+                released = await asyncio.to_thread(self._release_hosts, provider, cancelled)
+                outcome += f" (released {', '.join(released) or 'no running instance'})"
+            except ProviderError as err:
+                log.warning("CancelHosts %s: releasing %s failed: %s", template,
+                            ", ".join(cancelled), err)
+                outcome += (f" (release failed: {err}; reconciliation releases them once "
+                            "past the orphan grace)")
+        if kept:
+            outcome += f"; not cancelled: {', '.join(kept)}"
+        return outcome
+
+    async def _host_state(self, name: str) -> str | None:
+        """A host's state at the controller now (expected hosts too); None: no such
+        host."""
+        for host in (await self._call("GET", "/hosts"))["hosts"]:
+            if host["name"] == name:
+                return str(host["state"])
+        return None
+
+    def _release_hosts(self, provider: str, hosts: Sequence[str]) -> list[str]:
+        """Release the running instances behind `hosts`; their ids, in the order of
+        `hosts`."""
+        source = self.providers[provider]
+        order = {host: n for n, host in enumerate(hosts)}
+        running = [i for i in source.instances() if i.host in order and i.state == "running"]
+        ids = [i.id for i in sorted(running, key=lambda i: order[i.host])]
+        if ids:
+            source.release(ids)
+        return ids
+
     # ------------------------------------------------------------------ life
     async def run(self, interval: float, stop: asyncio.Event) -> None:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
@@ -410,7 +494,33 @@ class Provisioner:
 
 
 def _template_of(action: Action) -> str | None:
-    return action.template if isinstance(action, RequestHosts | SetAllowance) else None
+    if isinstance(action, RequestHosts | CancelHosts | SetAllowance):
+        return action.template
+    return None
+
+
+def cancel_candidates(hosts: Sequence[Mapping[str, Any]],
+                      requests: Sequence[Mapping[str, Any]], template: str,
+                      session_time: float | None) -> list[str]:
+    """The expected hosts of `template` a CancelHosts may cancel, the latest requested
+    first (by their request's time, then the newest host: names are numbered in
+    request order): those of an open request (`requests`, the controller's answer)
+    made at or before `session_time`, when the demand that found them surplus was
+    worked out (None: no session, nothing is surplus)."""
+    if session_time is None:
+        return []
+    made = {str(r["request"]): float(r["created"]) for r in requests}
+    found: list[tuple[float, int, str]] = []
+    for host in hosts:
+        if host.get("template") != template or host.get("state") != "expected":
+            continue
+        created = made.get(str(host.get("request", "")))
+        if created is None or created > session_time:
+            continue
+        name = str(host["name"])
+        number = name.rsplit("-", 1)[-1]
+        found.append((created, int(number) if number.isdigit() else 0, name))
+    return [name for _, _, name in sorted(found, reverse=True)]
 
 
 def _template_of_host(hosts: list[dict[str, Any]], name: str) -> str:
@@ -422,7 +532,8 @@ def _template_of_host(hosts: list[dict[str, Any]], name: str) -> str:
 
 def _detail(action: Action) -> str:
     match action:
-        case RequestHosts(template=template, count=count):
+        case RequestHosts(template=template, count=count) | CancelHosts(template=template,
+                                                                         count=count):
             return f"{count} x {template}"
         case DrainHost(host=host) | DecommissionHost(host=host):
             return host

@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 
@@ -32,6 +33,8 @@ PROVIDER = "local"
 # The provisioner's own credentials are no business of the agents it starts.
 PRIVATE_ENV = ("XCE_TOKEN", "XCE_TOKEN_FILE")
 EPSILON = 1e-9
+# Seconds an agent waits before it starts (a slow machine's boot), at most a day.
+StartDelay = Annotated[float, msgspec.Meta(ge=0, le=86400)]
 
 
 class LocalConfig(msgspec.Struct, frozen=True):
@@ -45,6 +48,8 @@ class LocalConfig(msgspec.Struct, frozen=True):
     pools: dict[str, float] = {}  # pool key -> tokens it lends at once
     lead_time: float = 5.0  # typical seconds from request to joined host (describe())
     stop_grace: float = 10.0  # seconds from SIGTERM to SIGKILL on release
+    # seconds each agent waits before it starts, as a machine boots (0: none)
+    start_delay: StartDelay = 0.0
 
 
 def local_config(cluster: ClusterConfig, controller: str, work_dir: Path,
@@ -67,6 +72,7 @@ class LocalSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pools: dict[str, float] = {}  # tokens it lends (default: `--pool`)
     lead_time: float = 5.0
     stop_grace: float = 10.0
+    start_delay: StartDelay = 0.0  # s before each agent starts (a boot's length)
 
 
 def from_spec(spec: ProviderSpec, context: ProviderContext) -> LocalProvider:
@@ -83,7 +89,8 @@ def from_spec(spec: ProviderSpec, context: ProviderContext) -> LocalProvider:
     config = local_config(context.cluster, settings.controller or context.controller, work,
                           settings.pools or context.pools, spec.name)
     return LocalProvider(msgspec.structs.replace(
-        config, lead_time=settings.lead_time, stop_grace=settings.stop_grace))
+        config, lead_time=settings.lead_time, stop_grace=settings.stop_grace,
+        start_delay=settings.start_delay))
 
 
 class LocalProvider:
@@ -169,6 +176,11 @@ class LocalProvider:
         ]
         for name, value in shape.resources.items():
             args += ["--resource", f"{name}={_flag_value(value)}"]
+        if self.config.start_delay > 0:  # a machine that boots: the agent starts later
+            # (the shell execs the agent: one process, one pid, its group stopped on
+            # release, asleep or not)
+            args = ["/bin/sh", "-c", 'sleep "$0" && exec "$@"',
+                    f"{self.config.start_delay:.3f}", *args]
         env = {k: v for k, v in os.environ.items() if k not in PRIVATE_ENV}
         # Recorded before it starts (pid not known yet): an owner killed right after
         # the spawn leaves a record, and the process is then found by its state dir.
