@@ -33,23 +33,7 @@ TRACE = TRACES / "LLNL-Atlas-2006-2.1-cln.swf.gz"
 CASES = ("2000", "4000", "8000", "all")
 GB = 1024**3
 
-CLUSTER = """\
-session_interval: 60
-resources: {}
-cluster: LLNL-Atlas-2006-2.1-cln-elastic
-hosts:
-- {name: "h[0001-0576]", slots: 8, type: X86_64}
-queues:
-- {name: normal, priority: 30, hosts: [all, "template:*"]}
-catalog:
-  idle_time: 600
-  templates:
-  - {name: burst, provider: cloud, slots: 8, type: X86_64, max: 1152, rank: 10}
-policy: {persistence: 0}
-simulation:
-  seed: 11
-  providers: {cloud: {lead_time: 120}}
-"""
+CLUSTER = Path(__file__).resolve().parents[1] / "examples" / "llnl-atlas-elastic.yaml"
 
 # The child: limits its own address space, then runs the command line (sys.argv[2:]).
 LIMITED = """
@@ -142,7 +126,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         cluster = Path(tmp) / "cluster.yaml"
-        cluster.write_text(CLUSTER)
+        cluster.write_text(CLUSTER.read_text())
         for case in args.cases:
             outcome = run_limited(CLI, sim_args(cluster, case),
                                   int(args.memory_gb * GB), args.timeout)

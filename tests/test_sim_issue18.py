@@ -77,23 +77,8 @@ RANDOM_JOBS = """
 """
 
 # The issue's cluster (the quoted host range included).
-RUNAWAY = """\
-session_interval: 60
-resources: {}
-cluster: LLNL-Atlas-2006-2.1-cln-elastic
-hosts:
-- {name: "h[0001-0576]", slots: 8, type: X86_64}
-queues:
-- {name: normal, priority: 30, hosts: [all, "template:*"]}
-catalog:
-  idle_time: 600
-  templates:
-  - {name: burst, provider: cloud, slots: 8, type: X86_64, max: 1152, rank: 10}
-policy: {persistence: 0}
-simulation:
-  seed: 11
-  providers: {cloud: {lead_time: 120}}
-"""
+RUNAWAY = (Path(__file__).resolve().parents[1] / "examples" / "llnl-atlas-elastic.yaml").read_text(
+)
 
 
 def cluster(text: str) -> ClusterConfig:
