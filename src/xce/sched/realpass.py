@@ -667,24 +667,20 @@ class RealPass:
     def _settle(
         self, bucket: Bucket, order: list[PendingJob], pos: int, failure: Failure
     ) -> int:
-        """The job at `pos` failed on `failure`: while reservations are left to give
-        and it failed on capacity, it is given one and the bucket goes on after it
-        (its twins fail now too, see _run_planned); else the bucket's jobs from `pos`
+        """The job at `pos` failed on `failure`: if it failed on capacity and holds
+        joined hosts (sched/holds.py), or reservations are left to give, it is given
+        its hold or a reservation and the bucket goes on after it (its twins fail now
+        too, see _run_planned); else the bucket's jobs from `pos`
         on pend: for a limit if theirs is reached (the first check), else for
         `failure`. Returns where the bucket goes on (len(order): settled)."""
-        if (
-            len(self.reservations) < self.depth
-            and failure.kind == RESOURCE
-            and failure.check in RESERVABLE
-            and self._reserve(bucket, order[pos], failure)
-        ):
-            self._failing[id(bucket)] = failure
-            return pos + 1
-        if (
-            self.holds is not None
-            and failure.kind == RESOURCE
-            and failure.check in RESERVABLE
-            and self._hold(bucket, order[pos], failure)
+        # A job that holds joined hosts plans on its supply (no reservation of the
+        # depth: the next blocked job may have it).
+        if failure.kind == RESOURCE and failure.check in RESERVABLE and (
+            (self.holds is not None and self._hold(bucket, order[pos], failure))
+            or (
+                len(self.reservations) < self.depth
+                and self._reserve(bucket, order[pos], failure)
+            )
         ):
             self._failing[id(bucket)] = failure
             return pos + 1
