@@ -90,7 +90,7 @@ def test_a_short_backfill_job_can_take_them_and_a_long_one_cannot(session):
     # Job 12 runs [1000, 1020): it ends when job 10's hold starts -> backfill. Job 13
     # would run until 1100, past 1020 -> held back.
     assert s.dispatched == {12: {"burst-1": 1}}
-    assert s.json["backfilled"] == [12] if "backfilled" in s.json else True
+    assert s.result.backfilled == [12], "it starts while job 10 holds the joined hosts"
     assert hold_of(s, 10)["hosts"] == {"burst-1": 4, "burst-2": 4, "burst:virtual": 4}
     assert s.reason(13) is not None and s.reason(13).startswith("Waiting for provisioning")
     assert [d["count"] for d in s.demand["hosts"]] == [1], "job 13 gets a host of its own"
