@@ -193,13 +193,10 @@ def catalog(ctl: Controller) -> CatalogInfo:
         alive = state.template_alive(template.name)
         in_flight = max(0, state.in_flight.get(template.name, 0))
         allowance = state.allowance.get(template.name)
-        available = template.max - alive - in_flight
-        if allowance is not None:
-            available = min(available, allowance)
         templates.append(TemplateInfo(
             name=template.name, provider=template.provider, slots=template.slots,
             max=template.max, rank=template.rank, alive=alive, in_flight=in_flight,
-            allowance=allowance, available=max(0, available),
+            allowance=allowance, available=state.new_hosts_allowed(template),
             lead_time=state.lead_time(template.name),
             runtime_lead_time=state.lead_times.get(template.name),
         ))

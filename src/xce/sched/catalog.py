@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from xce.model.cluster import HostTemplate
-from xce.model.result import Reservation, SortKey, TraceEntry
+from xce.model.result import SortKey, TraceEntry
 from xce.sched import placement
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
@@ -203,24 +203,21 @@ class CatalogPass:
         self.now = now
         self.holds = holds
         self.planner = planner if state.ends else None  # (no planned end: no earlier start)
-        self.served: list[Reservation] = []  # jobs real capacity serves: no demand
         self.cap = cap
         self.evaluator = evaluator
         self.trace = trace
         self.templates: list[TemplateSupply] = []
-        in_flights, alive, allowances = state.in_flight, state.alive, state.allowance
+        in_flights = state.in_flight
         for position, template in enumerate(state.ranked):
             name = template.name
             in_flight = max(0, in_flights.get(name, 0))
-            allowance = template.max - alive.get(name, 0) - in_flight
-            if name in allowances:
-                allowance = min(allowance, allowances[name])
+            allowance = state.new_hosts_allowed(template)
             virtual = state.virtual.get(name)
             if virtual is None:
                 virtual = state.virtual[name] = _virtual_host(template)
             self.templates.append(
                 TemplateSupply(
-                    position, template, in_flight, max(0, allowance), virtual,
+                    position, template, in_flight, allowance, virtual,
                     state.arrivals(name, now), state.lead_time(name),
                 )
             )
@@ -245,7 +242,7 @@ class CatalogPass:
         self._dead: set[tuple[object, int]] = set()  # (shape, template) that never fit
         self._limit_noted: set[tuple[Bucket, str]] = set()
         self._free_by: dict[float, int] = {}  # time -> free slots by then at most
-        self._served_slots = 0  # slots of jobs booked on real capacity (self.served)
+        self._served_slots = 0  # slots of jobs booked on real capacity (_served)
 
     # ------------------------------------------------------------------ driver
     def run(self, settled: list[Settled]) -> list[tuple[Settled, list[PendingJob], Outcome]]:
@@ -409,18 +406,16 @@ class CatalogPass:
         booked there and asks for nothing (ARCHITECTURE.md section 2a, "Elastic")."""
         now = self.now
         joins = now + min([supply.lead for supply in usable])
-        if self._slots_by(joins) < bucket.n:  # (cheap: not even that many slots by then)
-            return None
         assert self.planner is not None
         plan = self.planner()
+        if self._slots_by(joins, plan) < bucket.n:  # (cheap: not that many slots by then)
+            return None
         found = plan.find(bucket, joins)
         if found is None:
             return None
         start, hosts = found
         booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
         self._served_slots += bucket.n
-        if self.trace is not None:
-            self.served.append(booked)
         return Failure(
             RESOURCE, SERVED,
             f"Expected to start at {clock(start)} (in {span(start - now)}) on "
@@ -428,7 +423,7 @@ class CatalogPass:
             "requested",
         )
 
-    def _slots_by(self, time: float) -> int:
+    def _slots_by(self, time: float, plan: Plan) -> int:
         """At most how many slots are free by `time`: free now plus those of running
         jobs planned to end by then, less those of jobs served so far."""
         found = self._free_by.get(time)
@@ -438,10 +433,9 @@ class CatalogPass:
             found = 0
             for index in state.open_free:
                 found += free[index]
-            now = self.now
+            now, planned = self.now, plan.planned
             for end, _job, run in state.ends:
-                planned = end if end > now else now + 1.0  # (as Plan.planned)
-                if planned > time:
+                if planned(end) > time:
                     if end > now:
                         break  # (sorted by end: the rest end later still)
                     continue
@@ -527,7 +521,6 @@ class CatalogPass:
                         )
                         break
         return verdict, room
-
 
     # ------------------------------------------------------------------ placements
     def _on_real_hosts(self, s: Settled, job: PendingJob) -> Placed | None:

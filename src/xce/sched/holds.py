@@ -147,14 +147,10 @@ class ElasticHolds:
         if counted + count <= len(arrivals):
             self._counted[name] = counted + count
             return arrivals[counted + count - 1]
-        state = self.state
-        allowance = template.max - state.alive.get(name, 0) - len(arrivals)
-        if name in state.allowance:
-            allowance = min(allowance, state.allowance[name])
-        if count - (len(arrivals) - counted) > allowance:
+        if count - (len(arrivals) - counted) > self.state.new_hosts_allowed(template):
             return None
         self._counted[name] = len(arrivals)
-        return self.now + state.lead_time(name)
+        return self.now + self.state.lead_time(name)
 
 
 def _share(

@@ -558,6 +558,15 @@ class SchedulerState:
         found.extend([now + lead] * (count - len(found)))
         return found
 
+    def new_hosts_allowed(self, template: HostTemplate) -> int:
+        """How many new hosts of `template` may be requested now: its `max` less the
+        hosts of it present and in flight, lowered by a runtime allowance (>= 0)."""
+        name = template.name
+        allowed = template.max - self.alive.get(name, 0) - max(0, self.in_flight.get(name, 0))
+        if name in self.allowance:
+            allowed = min(allowed, self.allowance[name])
+        return max(0, allowed)
+
     def template_alive(self, template: str) -> int:
         """Hosts of `template` present now (joined, whatever their state)."""
         return self.alive.get(template, 0)
