@@ -328,6 +328,17 @@ class Model:
                 c[0] += sum(hosts.values()) if virtual_slots is None else virtual_slots
                 c[1] += 1
 
+    def hold(self, job: int, hosts: dict[str, int]) -> None:
+        """`job` holds `hosts` (joined hosts kept for it while the rest of its supply
+        comes, sched/holds.py): later jobs cannot use them for ever after (no limits
+        count it: it is not running)."""
+        req = self.world.reqs[job]
+        for name, on_host in hosts.items():
+            self.used_slots[name] = self.used_slots.get(name, 0) + on_host
+            for res, amount in req.per_slot():
+                key = (name, res)
+                self.used_res[key] = self.used_res.get(key, 0.0) + amount * on_host
+
     # ------------------------------------------------------------------ queries
     def free_slots(self, name: str) -> int:
         return self.hosts[name].shape.slots - self.used_slots.get(name, 0)

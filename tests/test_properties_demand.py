@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from strategies import (
     HostFact,
     Model,
@@ -425,7 +425,13 @@ IN_FLIGHT_SWITCH = simple_world(
 def test_demand_in_flight_is_not_requested_again(world: World) -> None:
     """Mark the demanded hosts and tokens as in flight (and the runtime allowance and
     headroom as spent): the next session asks for no new host and no token, and
-    waits for the in-flight supply with the same jobs."""
+    waits for the in-flight supply with the same jobs.
+
+    With hosts in flight for one template at most: in-flight hosts of any template
+    come before new ones (issue 18), so once hosts of a better-ranked template are in
+    flight for jobs behind it, a job may move there from a worse-ranked template's
+    in-flight hosts and displace them (the scheduler does not read which job a host
+    was requested for; see the closing note of issue 18)."""
     _state, first = session(world)
     in_flight: dict[str, int] = {}
     allowance: dict[str, int] = {}
@@ -433,6 +439,7 @@ def test_demand_in_flight_is_not_requested_again(world: World) -> None:
         in_flight[hd.template] = world.in_flight.get(hd.template, 0) + hd.count
         if hd.template in world.allowance:
             allowance[hd.template] = max(0, world.allowance[hd.template] - hd.count)
+    assume(sum(1 for count in {**world.in_flight, **in_flight}.values() if count > 0) <= 1)
     tokens: dict[str, float] = {}
     headroom: dict[str, float] = {}
     for rd in first.demand.resources:

@@ -174,6 +174,13 @@ def check_pending_jobs_truly_did_not_fit(world: World) -> None:
     model = Model(world)
     at_catalog = started_model(world, result)  # limits as the catalog pass sees them
     order = scheduling_order(world, [j for j in world.pending_ids() if not world.jobs[j].hold])
+    # Jobs holding joined hosts (sched/holds.py): from their turn on, later jobs cannot
+    # use them (these worlds have no run limits: every window is for ever).
+    holds = {
+        r.job: {h: n for h, n in r.hosts.items() if not h.endswith(":virtual")}
+        for r in result.reservations
+        if r.virtual
+    }
     for job in order:
         if job in dispatched:
             d = dispatched[job]
@@ -199,6 +206,8 @@ def check_pending_jobs_truly_did_not_fit(world: World) -> None:
             )
         if kind[job] == "provisioning":
             at_catalog.count_limits(job)  # placed on virtual supply
+        if holds.get(job):
+            model.hold(job, holds[job])
 
 
 # Regression example, found by the test below (minimised; fixed since): the greedy
