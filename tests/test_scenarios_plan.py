@@ -86,8 +86,8 @@ def test_a_short_job_fills_the_hole_before_a_reservation(session):
         11: "Would delay the reservation of job 10 (starts in 33 min)",
         12: "Would delay the reservation of job 10 (starts in 33 min)",
     }
-    assert s.json["next_due"] == 2000, (
-        "next_due is the earliest planned end or reservation start: job 1's end at 2000"
+    assert s.json["next_due"] is None, (
+        "a planned end (job 1's at 2000) is no timer: the job's end is an event"
     )
 
 
@@ -407,7 +407,7 @@ def test_jobs_pending_for_a_limit_or_a_hold_take_no_reservation(session):
             "run_limit: 3000",
             [(10, 4000.0, {"n01": 4, "n02": 4})],
             "Reserved: expected to start at 4000 (in 50 min) on n01 n02 (4 slots each)",
-            2000,
+            None,
         ),
         ("", [], "Not enough job slots: 8 needed, 0 free on eligible hosts", None),
     ],
@@ -459,10 +459,9 @@ def test_a_job_past_its_limit_is_planned_to_end_one_second_from_now(session, lim
         "from now (not never, not in the past): the reservation starts at now + 1"
     )
     assert s.reasons == {10: "Reserved: expected to start at 1001 (in 1 s) on n01 (4 slots)"}
-    assert s.json["next_due"] == 10000, (
+    assert s.json["next_due"] is None, (
         "a reservation one second from now waits for a job past its limit, whose end is an "
-        "event: the plan is not re-made every second for it; the next due time is job 2's "
-        "planned end"
+        "event: the plan is re-made at the next event's session, not timed"
     )
 
 
@@ -499,7 +498,7 @@ def test_reserve_depth_2_stacks_the_second_reservation_after_the_first(session, 
         11: "Reserved: expected to start at 4000 (in 50 min) on n01 n02 (4 slots each)",
         12: "Not enough job slots: 4 needed, 0 free on eligible hosts",
     }
-    assert s.json["next_due"] == 2000
+    assert s.json["next_due"] is None
 
 
 def test_twins_with_depth_2_each_get_their_own_reservation_beside_each_other(session):
@@ -692,7 +691,7 @@ def test_a_job_that_can_never_fit_takes_no_reservation_nor_the_depth(session, wi
 # ----------------------------------------------------------------------------- output
 
 
-def test_next_due_is_the_reservation_start_when_nothing_else_is_due(run):
+def test_a_reservation_start_is_no_timer(run):
     obj = run("""
         now: 1000
         cluster:
@@ -706,11 +705,12 @@ def test_next_due_is_the_reservation_start_when_nothing_else_is_due(run):
           - {id: 10, n: 4, submit: 10, run_limit: 1000}
     """)
     # Nothing runs before the session; job 9 starts now until 4000, job 10 reserves
-    # n01 from 4000: the plan next changes then.
+    # n01 from 4000. The plan changes then only if job 9 ends (an event) or runs past
+    # its limit (re-planned at the next event, as the reference EASY does).
     assert obj["dispatch"] == [{"job": 9, "hosts": {"n01": 4}}]
     assert reservations(obj) == [(10, 4000.0, {"n01": 4})]
-    assert obj["next_due"] == 4000, (
-        "next_due: the earliest planned end or reservation start after now (4000)"
+    assert obj["next_due"] is None, (
+        "neither a planned end nor a reservation's start (4000) is a timer of the session"
     )
 
 

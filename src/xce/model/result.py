@@ -166,7 +166,7 @@ class SessionResult:
         # Blocked jobs' planned starts, in scheduling order (ARCHITECTURE.md 2a).
         self.reservations: list[Reservation] = reservations or []
         # The earliest time after `now` at which the decisions could change with no
-        # new event (inf: never): a planned end, a reservation start, an idle time.
+        # new event (inf: never): idle supply reaching its idle time.
         self.next_due = next_due
         # Jobs dispatched ahead of an earlier job's reservation, in dispatch order.
         self.backfilled: list[int] = backfilled or []

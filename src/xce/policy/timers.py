@@ -6,9 +6,9 @@ has been reported long enough (`persistence`), a back-off that ends, a host that
 reaches its `max_lifetime`, the end of a `scale_down_delay_after_add` that holds back
 idle hosts. `next_due` is the earliest such time after now, so that
 a driver (the simulator; the live provisioner) knows when to run the next round
-without repeating these rules. The scheduler's own timers (planned ends, reservation
-starts, idle thresholds of provisioned hosts and borrowed tokens) come with its
-session result (`SessionResult.next_due`).
+without repeating these rules. The scheduler's own timers (idle thresholds of
+provisioned hosts and borrowed tokens) come with its session result
+(`SessionResult.next_due`).
 
 Pure: no clock, no I/O.
 """

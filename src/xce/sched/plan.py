@@ -300,11 +300,12 @@ class Plan:
         return found
 
     def find(
-        self, bucket: Bucket, until: float = math.inf
+        self, bucket: Bucket, until: float = math.inf, place: bool = True
     ) -> tuple[float, dict[int, int]] | None:
         """The earliest start after now, and no later than `until`, at which a job of
         `bucket` fits over its window on the profile, and its hosts; None if there is
-        none.
+        none. `place=False`, for a plain bucket (slots alone) on a plan without
+        bookings, where free slots that add up always place: the start, no hosts.
 
         Change points are swept in time order with the free slots of the eligible
         hosts summed as they go: a point is tried (a placement on the capacity that
@@ -369,6 +370,9 @@ class Plan:
                             self._gain_res(gain_res, index, per_slot, sign * slots)
             if total < n or (single and not rose):
                 continue
+            if not place:
+                assert bucket.plain and not self.bookings
+                return time, {}
             found = self._place_at(bucket, hosts, gain, gain_res, time)
             if found is not None:
                 return time, found

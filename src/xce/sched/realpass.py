@@ -343,6 +343,15 @@ class RealPass:
         # Buckets whose next jobs fail now (a twin reserved), by id: each may still
         # reserve (see _run_planned).
         self._failing: dict[int, Failure] = {}
+        # Without pend reasons, supply or tokens (a simulation that records nothing),
+        # the first reservation is placed only when a decision needs it: a later job
+        # could start now and would run past its start, or another job reserves.
+        # Until then only its start is known; a session in which no decision needs it
+        # never places it and leaves it out of `reservations`. Placed later, it is the
+        # same: what started meanwhile ends by its start. (Hot in EASY simulations:
+        # half of the sessions with a reservation.)
+        self._lazy = self.trace is None and self.holds is None and not state.countable_pools
+        self._unplaced: tuple[Bucket, PendingJob, float] | None = None  # (and its start)
 
     def run(self) -> None:
         fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
@@ -359,7 +368,9 @@ class RealPass:
         limits = self.state.config.limits
         while queue.left():
             _key, seq, (bucket, order), pos = queue.pop()
-            if self.plan is not None and self.plan.bookings:  # (failing buckets too)
+            plan = self.plan
+            if plan is not None and (plan.bookings or self._unplaced is not None):
+                # (failing buckets too)
                 pos = self._run_planned(bucket, order, pos, queue.next_key())
             else:
                 cands = None
@@ -413,8 +424,13 @@ class RealPass:
         reservations hold some of it within the job's window, without that."""
         evaluator = self.evaluator
         outcome = evaluator.evaluate(bucket)
-        plan = self.plan
-        if isinstance(outcome, Failure) or plan is None or plan.undisturbed(bucket, outcome[0]):
+        if isinstance(outcome, Failure):
+            return outcome
+        unplaced = self._unplaced
+        if unplaced is not None and self.now + bucket.window <= unplaced[2]:
+            return outcome  # it ends before the only reservation starts
+        plan = self.ensure_plan()  # (the unplaced reservation placed: a job may start)
+        if plan.undisturbed(bucket, outcome[0]):
             return outcome
         held = plan.holdback(bucket)
         if not held:
@@ -452,6 +468,13 @@ class RealPass:
         """Give a job that failed on capacity its reservation: the earliest start at
         which it fits over its window on the profile. False: it never fits."""
         plan = self.ensure_plan()
+        if self._lazy and bucket.plain and not plan.bookings:
+            fits = plan.find(bucket, place=False)
+            if fits is None:
+                return False
+            self._unplaced = (bucket, job, fits[0])
+            self.settled.append(Settled(bucket, [job], failure, -1))
+            return True
         found = plan.find(bucket)
         if found is None:
             return False
@@ -477,13 +500,23 @@ class RealPass:
 
     def ensure_plan(self) -> Plan:
         """The session's plan, made when first needed (with this session's dispatches
-        so far)."""
+        so far), its unplaced reservation placed."""
         plan = self.plan
         if plan is None:
             plan = self.plan = Plan(self.state, self.cap, self.now)
             for hosts, per_slot, limit in self._released:
                 plan.dispatched(hosts, per_slot, limit)
             self._released = []
+        unplaced = self._unplaced
+        if unplaced is not None:  # (nothing changed since it was found to fit)
+            self._unplaced = None
+            bucket, job, start = unplaced
+            found = plan.find(bucket)
+            assert found is not None and found[0] == start
+            hosts = found[1]
+            self.reservations.append(
+                plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
+            )
         return plan
 
     def _hold(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
@@ -634,7 +667,7 @@ class RealPass:
                 self._released.append((hosts, bucket.per_slot, bucket.limit))
             else:
                 plan.dispatched(hosts, bucket.per_slot, bucket.limit)
-                if plan.bookings:
+                if plan.bookings or self._unplaced is not None:
                     self.backfilled.append(job.id)
         names = self.cap.names
         if len(hosts) == 1:
@@ -678,7 +711,7 @@ class RealPass:
         if failure.kind == RESOURCE and failure.check in RESERVABLE and (
             (self.holds is not None and self._hold(bucket, order[pos], failure))
             or (
-                len(self.reservations) < self.depth
+                len(self.reservations) + (self._unplaced is not None) < self.depth
                 and self._reserve(bucket, order[pos], failure)
             )
         ):

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import math
-from bisect import bisect_right
 from collections.abc import Callable
 
 from xce.model.result import (
     Demand,
-    Dispatch,
     PendGroup,
-    Reservation,
     SessionResult,
     SessionStats,
     TraceEntry,
@@ -70,7 +66,11 @@ def run_session(
     # Hosts the plan holds for a job are not idle (sched/holds.py).
     booked = real.plan.booked if real.plan is not None else None
     idle = idle_supply(state, now, real.dispatch, cap, booked)
-    due = next_due(state, now, real.dispatch, real.reservations)
+    # The only timers of a session: idle supply reaching its idle time. A planned end
+    # or a reservation's start is no timer: a job reaching its limit ends (an event)
+    # where limits are enforced, and one running past it is re-planned at the next
+    # event's session, as the reference EASY does (sessions at submit and end).
+    due = idle_due(state, now, real.dispatch)
     ended = timer() if timer is not None else 0.0
     stats = SessionStats(
         pending=len(state.pending) + len(state.held) - len(real.dispatch),
@@ -85,25 +85,3 @@ def run_session(
         now, real.dispatch, pending, trace, found, idle, stats, planned, due,
         real.backfilled,
     )
-
-
-def next_due(
-    state: SchedulerState, now: float, dispatch: list[Dispatch],
-    reservations: list[Reservation],
-) -> float:
-    """The earliest time after `now` at which a session could decide otherwise with no
-    new event (inf: none): an idle provisioned host or borrowed tokens reaching their
-    idle time and, while jobs hold reservations, a running job reaching its planned
-    end (the plan moves when it runs past it) or a reservation's start."""
-    due = idle_due(state, now, dispatch)
-    if reservations:
-        ends = state.ends
-        at = bisect_right(ends, (now, math.inf))
-        if at < len(ends) and ends[at][0] < due:
-            due = ends[at][0]
-        for found in reservations:
-            # (one second from now: it waits for a job past its limit, whose end is
-            # an event; the plan is not re-made every second for it)
-            if now + 1.0 < found.start < due:
-                due = found.start
-    return due

@@ -747,8 +747,8 @@ class Simulator:
     # ------------------------------------------------------------------ timers
     def _schedule_timer(self) -> None:
         """Wake up when something falls due without any input: the soonest of the
-        scheduler's next_due (the last session's; a planned end, a reservation start,
-        an idle threshold) and the policy's (`xce.policy.timers`: demand passing the
+        scheduler's next_due (the last session's: provisioned hosts and tokens reaching
+        their idle time) and the policy's (`xce.policy.timers`: demand passing the
         persistence threshold, a back-off ending, a host reaching its maximum
         lifetime). The driver decides none of these itself."""
         now = self.now
