@@ -355,6 +355,27 @@ def test_no_reserved_job_starts_later_than_first_promised(case: SimCase) -> None
     )
 
 
+@settings(PROPS, max_examples=300)
+@given(sim_cases())
+def test_a_simulation_without_pend_reasons_runs_the_same(case: SimCase) -> None:
+    """One backfilling queue, slots alone: where a simulation records nothing its
+    sessions place the first reservation only when a decision needs it; every job
+    starts at the same time on the same hosts, and the same jobs are backfilled, as in
+    the run with pend reasons."""
+    config = load_config_text(case.cluster_yaml(), "cluster.yaml")
+    runs = []
+    for reasons in (True, False):
+        sim = Simulator(config, case.workload(), reasons=reasons)
+        placed: dict[int, dict[str, int]] = {}
+        while sim.step_sessions(1):
+            assert sim.last_result is not None
+            placed.update((d.job, d.hosts) for d in sim.last_result.dispatch)
+        runs.append((sim.metrics.started, placed, sim.metrics.backfilled))
+    assert runs[0] == runs[1], f"--- cluster.yaml\n{case.cluster_yaml()}--- jobs.yaml\n" + (
+        case.jobs_yaml()
+    )
+
+
 # ----------------------------------------------------------------------------- 2
 
 
@@ -520,3 +541,23 @@ def test_a_backfilled_job_never_delays_a_reservation(pw: PlanWorld) -> None:
             + "\n"
             + describe(pw, result)
         )
+
+
+@settings(PROPS, max_examples=300)
+@given(PLAN_WORLDS)
+def test_without_pend_reasons_the_decisions_are_the_same(pw: PlanWorld) -> None:
+    """A session without pend reasons (`reasons=False`, as a simulation that records
+    nothing runs it) places its first reservation only when a decision needs it. Its
+    decisions are those of the full session: the same dispatches, the same backfilled
+    jobs, the same timers; its reservations are the full session's on real hosts, or
+    none when the only one was never needed (no later job could start now past its
+    start)."""
+    full = run_session(pw.world.state(), pw.world.now)
+    lean = run_session(pw.world.state(), pw.world.now, reasons=False)
+    assert lean.dispatch == full.dispatch, describe(pw, full)
+    assert lean.backfilled == full.backfilled, describe(pw, full)
+    assert lean.next_due == full.next_due
+    real = real_reservations(full)
+    assert lean.reservations in (real, []), describe(pw, full)
+    if not lean.reservations and real:
+        assert len(real) == 1, "a second reservation needs the first one placed"
