@@ -140,6 +140,11 @@ class Plan:
         self._scratch: Capacity | None = None
         # The last search's start, hosts and slots freed by then (for `book`).
         self._found: tuple[float, dict[int, int], dict[int, int]] | None = None
+        # The last search without placing (`find(place=False)`): its bucket, start,
+        # slots and consumables freed by then, and the capacity's version and number
+        # of changes then. Placing the same job on the same plan starts from it.
+        self._fit: tuple[Bucket, float, dict[int, int], dict[int, list[float]], int, int] | None
+        self._fit = None
         # With one booking, on slots alone, made from its search: on each of its
         # hosts, the slots it needs beyond what frees there by its start, which is
         # what it holds back of the free slots (a profile of such a host dips by
@@ -353,6 +358,15 @@ class Plan:
         hosts = elig.open
         if not hosts:
             return None
+        fit = self._fit
+        if (
+            fit is not None and place and fit[0] is bucket and until == math.inf
+            and fit[4] == self.cap.version and fit[5] == len(self.changes)
+        ):  # nothing changed since it was found to fit then: place it there
+            found = self._place_at(bucket, hosts, fit[2], fit[3], fit[1])
+            assert found is not None
+            self._found = (fit[1], found, fit[2])
+            return fit[1], found
         free_slots, open_free = self.cap.free_slots, self.cap.open_free
         width = len(self.res)
         gain: dict[int, int] = {}  # host -> slots freed by the time swept to
@@ -408,6 +422,7 @@ class Plan:
                 continue
             if not place:
                 assert bucket.plain and not self.bookings
+                self._fit = (bucket, time, gain, gain_res, self.cap.version, len(self.changes))
                 return time, {}
             found = self._place_at(bucket, hosts, gain, gain_res, time)
             if found is not None:
