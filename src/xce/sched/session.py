@@ -32,7 +32,9 @@ def run_session(
     used only to fill the statistics (the driver passes a clock; tests need not).
     `reasons=False` leaves the pend groups and the trace out (`pending` and `trace`
     are empty): a caller that never reads why jobs wait (a simulator run that records
-    nothing) saves building them; every decision is the same.
+    nothing) saves building them; every decision is the same. Without supply or
+    tokens it also leaves out a reservation no decision needed (sched/realpass.py,
+    `_lazy`): `reservations` is then empty.
     """
     # (without a timer, no call: compiled, calling a function held in a variable is
     # a slow generic call)
