@@ -22,7 +22,10 @@ needs numpy, scipy and matplotlib, and `collections.Mapping`, shimmed here for P
 longest waits are far longer. It is slow (about 96 s for HPC2N): use --only.
 
 Run: python bench/bench_easy.py [--runs 3] [--traces DIR] [--only NAME] [--first N]
-     [--accasim DIR]
+     [--accasim DIR] [--trace PATH ...]
+
+The reference needs the SWF header's MaxProcs (or MaxNodes); RICC-2010-2 as
+published has none: prepend "; MaxProcs: 8192".
 """
 
 from __future__ import annotations
@@ -168,17 +171,21 @@ def main() -> None:
     parser.add_argument("--first", type=int, help="only the first N records of each trace")
     parser.add_argument("--all", action="store_true", help="also NASA-iPSC and lublin_256")
     parser.add_argument("--accasim", type=Path, help="directory AccaSim is installed in")
+    parser.add_argument("--trace", type=Path, action="append", default=[],
+                        help="also this SWF trace (a path; repeatable): traces the "
+                        "repository does not have, such as RICC-2010-2")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     names = TRACES + (OPTIONAL if args.all else ())
+    paths = [args.traces / f"{name}.swf.gz" for name in names] + args.trace
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in names:
+        for trace in paths:
+            name = trace.name.removesuffix(".gz").removesuffix(".swf")
             if args.only and args.only not in name:
                 continue
-            trace = args.traces / f"{name}.swf.gz"
             if not trace.exists():
-                print(f"{name}: not found in {args.traces}, skipped")
+                print(f"{name}: {trace} not found, skipped")
                 continue
             size = machine_size(str(trace))
             cluster = Path(tmp) / f"{name}.yaml"
