@@ -189,7 +189,20 @@ class Plan:
         self, job: int, start: float, limit: float, hosts: dict[int, int],
         per_slot: tuple[tuple[str, float], ...],
     ) -> Reservation:
-        """Book a reservation from `start` for `limit` seconds on `hosts`."""
+        """Book a reservation from `start` for `limit` seconds on `hosts`; the
+        reservation, its hosts by name."""
+        self.reserve(job, start, limit, hosts, per_slot)
+        names = self.cap.names
+        by_name = {names[i]: slots for i, slots in hosts.items()}
+        on = {name: by_name[name] for name in sorted(by_name)}  # (names sort without a key)
+        return Reservation(job=job, start=start, hosts=on, end=start + limit)
+
+    def reserve(
+        self, job: int, start: float, limit: float, hosts: dict[int, int],
+        per_slot: tuple[tuple[str, float], ...],
+    ) -> None:
+        """Book a reservation from `start` for `limit` seconds on `hosts`, for a
+        caller that names no hosts (`book` does)."""
         end = start + limit
         searched, self._found = self._found, None
         first = not self.bookings
@@ -209,10 +222,6 @@ class Plan:
                 booked[index] = [booking]
             else:
                 found.append(booking)
-        names = self.cap.names
-        by_name = {names[i]: slots for i, slots in hosts.items()}
-        on = {name: by_name[name] for name in sorted(by_name)}  # (names sort without a key)
-        return Reservation(job=job, start=start, hosts=on, end=end)
 
     def waits_for(self, hosts: dict[int, int], start: float) -> list[tuple[int, float, str]]:
         """The running jobs on `hosts` planned to end by `start`: (job, planned end,

@@ -344,7 +344,8 @@ class RealPass:
         # reserve (see _run_planned).
         self._failing: dict[int, Failure] = {}
         # Without pend reasons, supply or tokens (a simulation that records nothing),
-        # the first reservation is placed only when a decision needs it: a later job
+        # reservations are not named (none is in the session result: `unnamed` counts
+        # them) and the first is placed only when a decision needs it: a later job
         # could start now and would run past its start, or another job reserves.
         # Until then only its start is known; a session in which no decision needs it
         # never places it and leaves it out of `reservations`. Placed later, it is the
@@ -352,6 +353,7 @@ class RealPass:
         # half of the sessions with a reservation.)
         self._lazy = self.trace is None and self.holds is None and not state.countable_pools
         self._unplaced: tuple[Bucket, PendingJob, float] | None = None  # (and its start)
+        self.unnamed = 0
 
     def run(self) -> None:
         fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
@@ -479,6 +481,11 @@ class RealPass:
         if found is None:
             return False
         start, hosts = found
+        if self._lazy:
+            plan.reserve(job.id, start, bucket.limit, hosts, bucket.per_slot)
+            self.unnamed += 1
+            self.settled.append(Settled(bucket, [job], failure, -1))
+            return True
         booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
         self.reservations.append(booked)
         if self.trace is None:  # (no pend reasons: the words are not needed)
@@ -513,10 +520,8 @@ class RealPass:
             bucket, job, start = unplaced
             found = plan.find(bucket)
             assert found is not None and found[0] == start
-            hosts = found[1]
-            self.reservations.append(
-                plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
-            )
+            plan.reserve(job.id, start, bucket.limit, found[1], bucket.per_slot)
+            self.unnamed += 1
         return plan
 
     def _hold(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
@@ -711,7 +716,8 @@ class RealPass:
         if failure.kind == RESOURCE and failure.check in RESERVABLE and (
             (self.holds is not None and self._hold(bucket, order[pos], failure))
             or (
-                len(self.reservations) + (self._unplaced is not None) < self.depth
+                len(self.reservations) + self.unnamed + (self._unplaced is not None)
+                < self.depth
                 and self._reserve(bucket, order[pos], failure)
             )
         ):

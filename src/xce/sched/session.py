@@ -33,8 +33,8 @@ def run_session(
     `reasons=False` leaves the pend groups and the trace out (`pending` and `trace`
     are empty): a caller that never reads why jobs wait (a simulator run that records
     nothing) saves building them; every decision is the same. Without supply or
-    tokens it also leaves out a reservation no decision needed (sched/realpass.py,
-    `_lazy`): `reservations` is then empty.
+    tokens it also leaves the reservations out (sched/realpass.py, `_lazy`: they
+    are booked, not named; the first is placed only when a decision needs it).
     """
     # (without a timer, no call: compiled, calling a function held in a variable is
     # a slow generic call)
