@@ -23,6 +23,7 @@ from xce.agent.daemon import Agent, AgentSettings
 from xce.agent.hostspec import HostSpecError, describe_host
 from xce.agent.jobfiles import Status
 from xce.agent.jobs import LOST_EXIT_CODE, JobStore, StateDirError, signal_job
+from xce.atomic_json import write_atomic
 from xce.model.api import (
     ApiError,
     Heartbeat,
@@ -49,7 +50,7 @@ def launch(job: int, script: str, cwd: Path, **fields: Any) -> Launch:
 def run_shim(jobdir: Path, job: Launch) -> Status:
     """Run the shim in the foreground on a job directory holding `job`."""
     jobdir.mkdir(parents=True, exist_ok=True)
-    jobfiles.write_atomic(jobdir / jobfiles.LAUNCH, job)
+    write_atomic(jobdir / jobfiles.LAUNCH, job)
     subprocess.run([sys.executable, "-m", "xce.agent.shim", str(jobdir)], check=True, timeout=5)
     status = jobfiles.read(jobdir / jobfiles.STATUS, Status)
     assert status is not None, "the shim writes status.json before it exits"

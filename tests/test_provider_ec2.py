@@ -27,9 +27,10 @@ from ec2_cloud import AWS_ENV, IMAGE, CapacityProxy, ec2_client, moto_server, ne
 from live import free_port
 
 from xce.config import ConfigError, load_config_text
+from xce.config.providers.file import load_providers
 from xce.provisioner.provider import HostGrant, Instance, ProviderError, TemplateOffer
 from xce.provisioner.providers.ec2 import Ec2Provider, client_token
-from xce.provisioner.registry import ProviderContext, build_providers, load_providers
+from xce.provisioner.registry import ProviderContext, build_providers
 
 CONTROLLER = "http://10.0.0.5:6820"
 CLUSTER = """\

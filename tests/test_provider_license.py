@@ -22,9 +22,11 @@ from licensepool import PoolServer, pool_server
 from live import free_port, wait_for
 
 from xce.config import ConfigError, load_config_text
+from xce.config.providers.file import load_providers
+from xce.config.providers.license import load_license_config
 from xce.provisioner.provider import Description, PoolOffer, ProviderError
-from xce.provisioner.providers.license import LicenseProvider, load_license_config
-from xce.provisioner.registry import ProviderContext, build_providers, load_providers
+from xce.provisioner.providers.license import LicenseProvider
+from xce.provisioner.registry import ProviderContext, build_providers
 
 CLUSTER = """\
 cluster: t
@@ -205,7 +207,8 @@ def test_the_renewal_thread_keeps_the_leases_past_their_ttl(tmp_path: Path,
 CHILD = textwrap.dedent("""\
     import sys, time
     from xce.config import load_config
-    from xce.provisioner.registry import ProviderContext, build_providers, load_providers
+    from xce.config.providers.file import load_providers
+    from xce.provisioner.registry import ProviderContext, build_providers
     root = sys.argv[1]
     context = ProviderContext(load_config(root + "/cluster.yaml"), "http://127.0.0.1:1", root)
     provider = build_providers(load_providers(root + "/providers.json"), context)["lic"]

@@ -35,9 +35,10 @@ from live import (
 )
 
 from xce.config import ConfigError, load_config_text
+from xce.config.providers.file import load_providers
 from xce.provisioner.provider import HostGrant, Provider, ProviderError, TemplateOffer
 from xce.provisioner.providers.script import ScriptProvider, ScriptState
-from xce.provisioner.registry import ProviderContext, build_providers, load_providers
+from xce.provisioner.registry import ProviderContext, build_providers
 
 pytestmark = skip_unless_linux
 

@@ -23,8 +23,8 @@ from click.testing import CliRunner
 
 from xce.cli.main import main
 from xce.config import load_config_text
+from xce.model.recording import Recorder, RecordingError, read_recording
 from xce.sim.driver import Simulator
-from xce.sim.recording import Recorder, RecordingError, read_recording
 from xce.sim.replay import Divergence, replay
 from xce.sim.workload import load_workload
 

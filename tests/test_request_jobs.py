@@ -30,7 +30,6 @@ import aiohttp
 import pytest
 from live import LiveCluster, live_cluster, skip_unless_linux, wait_for
 
-from xce.cli.ranges import jobs_column
 from xce.config import load_config_text
 from xce.controller.auth import Identity
 from xce.controller.core import ApiProblem, Controller, Settings
@@ -43,6 +42,7 @@ from xce.model.events import (
     RequestRecorded,
     SupplyChanged,
 )
+from xce.model.job_ids import jobs_column
 from xce.policy import RequestHosts
 from xce.provisioner.daemon import Provisioner
 from xce.provisioner.leadtime import LeadTimes

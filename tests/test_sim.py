@@ -25,9 +25,9 @@ from xce.cli.main import main
 from xce.config import load_config_text
 from xce.model.cluster import ClusterConfig
 from xce.model.events import JobFinished, JobRequeued
+from xce.model.recording import Recorder, read_recording
 from xce.policy import DecommissionHost, DrainHost, RequestHosts, SetAllowance
 from xce.sim.driver import Simulator
-from xce.sim.recording import Recorder, read_recording
 from xce.sim.sizing import sized_cluster
 from xce.sim.workload import Workload, load_workload, transform
 

@@ -22,8 +22,8 @@ from click.testing import CliRunner
 
 from xce.cli.main import main
 from xce.config import ConfigError, load_config
+from xce.config.providers.file import load_providers
 from xce.model.policy import LeadTime, ProviderModel, TokenModel
-from xce.provisioner.registry import load_providers
 from xce.sim.driver import Simulator
 from xce.sim.provider_kinds import (
     GRANT_DELAY,

@@ -14,11 +14,11 @@ from xce.cli.main import main
 from xce.config import load_config, load_config_text
 from xce.model.events import JobFinished, JobStarted, JobSubmitted, SupplyChanged
 from xce.model.jobs import JobSpec
+from xce.model.recording import SessionRecord, read_recording
 from xce.model.result import Reservation
 from xce.sched import SchedulerState, run_session
 from xce.sched.rebuild import state_events
 from xce.sim.driver import Simulator
-from xce.sim.recording import SessionRecord, read_recording
 from xce.sim.repl import Repl, ReplError, parse_time, show_time
 from xce.sim.replay import replay
 from xce.sim.workload import load_workload

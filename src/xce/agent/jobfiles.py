@@ -2,7 +2,8 @@
 
 The agent writes `launch.json` (and `held.json`, `kill.json`); the shim holds a lock on
 `lock` for as long as it lives, writes `pids.json` and `status.json`, and sends its own
-errors to `shim.log`. Every JSON file is replaced atomically, never written in place.
+errors to `shim.log`. Every JSON file is replaced atomically (`xce.atomic_json`), never
+written in place.
 """
 
 from __future__ import annotations
@@ -61,21 +62,6 @@ class KillRequest(msgspec.Struct, frozen=True):
 
     time: float
     reason: str = ""
-
-
-def write_atomic(path: Path, value: object) -> None:
-    """Write `value` as JSON: a temporary file, fsync, rename, fsync of the directory."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as file:
-        file.write(msgspec.json.encode(value))
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(tmp, path)
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def read(path: Path, kind: type[T]) -> T | None:

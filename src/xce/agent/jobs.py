@@ -19,6 +19,7 @@ from pathlib import Path
 
 from xce.agent import jobfiles
 from xce.agent.jobfiles import HELD, KILL, LAUNCH, LOCK, PIDS, STATUS, Held, KillRequest, Status
+from xce.atomic_json import write_atomic
 from xce.model.api import RUN_LIMIT_REACHED, JobReport, Launch
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,8 @@ class JobStore:
             return False
         jobdir.mkdir(exist_ok=True)
         if not launch.run:
-            jobfiles.write_atomic(jobdir / HELD, Held(time.time()))
-            jobfiles.write_atomic(jobdir / LAUNCH, launch)
+            write_atomic(jobdir / HELD, Held(time.time()))
+            write_atomic(jobdir / LAUNCH, launch)
             first = next(iter(launch.hosts), "?")
             log.info("job %d: holding its slots (its command runs on %s)", launch.job, first)
             return True
@@ -91,7 +92,7 @@ class JobStore:
         # before the shim has started, the lock is free and the job is reported lost.
         lock_fd = jobfiles.lock(jobdir / LOCK)
         try:
-            jobfiles.write_atomic(jobdir / LAUNCH, launch)
+            write_atomic(jobdir / LAUNCH, launch)
             with open(jobdir / jobfiles.SHIM_LOG, "ab") as shim_log:
                 self._shims[launch.job] = subprocess.Popen(
                     [sys.executable, "-m", "xce.agent.shim", str(jobdir), str(lock_fd)],
@@ -159,13 +160,13 @@ class JobStore:
         if held is not None:
             now = time.time()
             released = Status(0, None, held.start, now, now - held.start)
-            jobfiles.write_atomic(jobdir / STATUS, released)
+            write_atomic(jobdir / STATUS, released)
             log.info("job %d: released its held slots", job)
             return
         request = jobfiles.read(jobdir / KILL, KillRequest)
         if request is None:  # the first request starts the grace period
             request = KillRequest(time.time(), reason)
-            jobfiles.write_atomic(jobdir / KILL, request)
+            write_atomic(jobdir / KILL, request)
             log.info("job %d: killing%s", job, f" ({reason})" if reason else "")
         self._deadlines[job] = None  # being ended: its limit no longer matters
         self._signal(job, request)
@@ -234,7 +235,7 @@ class JobStore:
         if status is None:
             now = time.time()
             status = Status(LOST_EXIT_CODE, None, now, now, 0.0)
-            jobfiles.write_atomic(jobdir / STATUS, status)
+            write_atomic(jobdir / STATUS, status)
             log.warning("job %d: its shim ended without a status: lost", job)
         return status
 

@@ -24,6 +24,7 @@ from typing import NamedTuple, NoReturn, TypeVar
 
 from xce.agent import jobfiles
 from xce.agent.jobfiles import Pids, Status
+from xce.atomic_json import write_atomic
 from xce.model.api import Launch
 
 CANNOT_RUN = 127  # like a shell: command not found, directory missing, ...
@@ -216,7 +217,7 @@ def record_pids(jobdir: Path, job: int, start: float) -> None:
     job_start = jobfiles.process_start_time(job)
     assert shim_start is not None and job_start is not None  # both alive or unreaped
     pids = Pids(shim, shim_start, job, job_start, start)
-    jobfiles.write_atomic(jobdir / jobfiles.PIDS, pids)
+    write_atomic(jobdir / jobfiles.PIDS, pids)
 
 
 def main(argv: list[str]) -> int:
@@ -232,7 +233,7 @@ def main(argv: list[str]) -> int:
     if launch is None:
         print(f"xce shim: no {jobfiles.LAUNCH} in {jobdir}", file=sys.stderr)
         return 1
-    jobfiles.write_atomic(jobdir / jobfiles.STATUS, run(launch, jobdir))
+    write_atomic(jobdir / jobfiles.STATUS, run(launch, jobdir))
     return 0
 
 

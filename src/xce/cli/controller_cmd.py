@@ -20,7 +20,7 @@ from xce.controller.auth import AuthError, TokenStore
 from xce.controller.core import Controller, Settings
 from xce.controller.store import SqliteStore, StoreError
 from xce.model.api import ROLES
-from xce.sim.recording import Recorder
+from xce.model.recording import Recorder
 
 DEFAULTS = Settings()
 STORE_FILE = "xce.db"

@@ -14,8 +14,9 @@ import click
 import msgspec
 
 from xce.cli.client_cmds import table
-from xce.cli.ranges import jobs_column
 from xce.config import ConfigError, load_config
+from xce.config.providers.file import load_providers
+from xce.model.job_ids import jobs_column
 from xce.provisioner.daemon import Provisioner
 from xce.provisioner.provider import ProviderError
 from xce.provisioner.registry import (
@@ -23,7 +24,6 @@ from xce.provisioner.registry import (
     build_providers,
     check_catalog,
     default_providers,
-    load_providers,
 )
 from xce.provisioner.status import Status
 

@@ -9,8 +9,8 @@ import click
 
 from xce.cli.client import Client, with_client
 from xce.cli.client_cmds import JSON_OPTION, _echo_json, _echo_lines, table
-from xce.cli.ranges import id_ranges, jobs_column
 from xce.model.api import HistoryList, RequestList
+from xce.model.job_ids import id_ranges, jobs_column
 
 REQUEST_COLUMNS = ("REQUEST", "PROVIDER", "TEMPLATE", "HOSTS", "STATE", "SINCE", "JOBS",
                    "REASON")

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from xce.cli.ranges import id_ranges
 from xce.config import ConfigError
+from xce.model.job_ids import id_ranges
 from xce.model.result import SessionResult
 from xce.scenario import load_scenario
 from xce.sched import run_session

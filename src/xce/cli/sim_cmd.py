@@ -12,8 +12,8 @@ import msgspec
 
 from xce.config import ConfigError, load_config
 from xce.model.cluster import ClusterConfig
+from xce.model.recording import Recorder, RecordingError
 from xce.sim.driver import Simulator
-from xce.sim.recording import Recorder, RecordingError
 from xce.sim.replay import replay as replay_recording
 from xce.sim.sizing import sized_cluster
 from xce.sim.workload import Workload, WorkloadError, load_workload, transform

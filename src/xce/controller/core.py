@@ -72,6 +72,7 @@ from xce.model.events import (
     SupplyChanged,
 )
 from xce.model.jobs import JobSpec
+from xce.model.recording import Recorder
 from xce.model.result import Reservation, SessionResult
 from xce.sched import SchedulerState, run_session
 from xce.sched.admission import oversize
@@ -79,7 +80,6 @@ from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.rebuild import state_events
 from xce.sched.runlimit import run_limit
 from xce.sched.state import SchedulerInputError, SubmitError
-from xce.sim.recording import Recorder
 from xce.tuning import settle_heap
 
 log = logging.getLogger("xce.controller")

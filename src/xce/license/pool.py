@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -21,7 +20,8 @@ from pathlib import Path
 
 import msgspec
 
-from xce.license.wire import (
+from xce.model.license_api import (
+    FEATURE_NAME,
     BorrowRequest,
     FeatureInfo,
     Lease,
@@ -32,8 +32,6 @@ from xce.license.wire import (
 log = logging.getLogger("xce.license")
 
 EPSILON = 1e-9
-# Feature names appear in URLs (`/features/{feature}/borrow`): no slash, no space.
-FEATURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
 class PoolError(Exception):

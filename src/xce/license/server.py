@@ -27,7 +27,7 @@ import msgspec
 from aiohttp import web
 
 from xce.license.pool import LicensePool, PoolError
-from xce.license.wire import (
+from xce.model.license_api import (
     ApiError,
     BorrowRequest,
     FeatureList,

@@ -37,6 +37,7 @@ from xce.model.events import (
 )
 from xce.model.jobs import JobSpec
 from xce.model.policy import LeadTime, PolicyConfig, ProviderModel, TokenModel
+from xce.model.recording import Recorder
 from xce.model.result import SessionResult
 from xce.policy import (
     Action,
@@ -61,7 +62,6 @@ from xce.sched.runlimit import run_limit
 from xce.sim.loop import SESSION, TIMER, EventLoop
 from xce.sim.metrics import Metrics
 from xce.sim.providers import HostProvider, TokenPool
-from xce.sim.recording import Recorder
 from xce.sim.workload import Workload, WorkloadJob
 
 NEVER: Final = math.inf

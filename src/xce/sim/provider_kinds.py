@@ -2,9 +2,10 @@
 --providers FILE`, docs/simulator.md "Evaluating your real providers offline").
 
 The providers file (`load_providers`) and each provider's own settings (ec2.yaml,
-scriptconf.yaml, local.yaml, license.yaml) are read as the provisioner reads them,
-with the same ConfigErrors, but nothing is contacted and nothing is run. From them
-comes one simulated model per host template and per countable pool, by provider type:
+scriptconf.yaml, local.yaml, license.yaml) are read by the provisioner's own readers
+(`xce.config.providers`), with the same ConfigErrors, but nothing is contacted and
+nothing is run. From them comes one simulated model per host template and per
+countable pool, by provider type:
 
 * `ec2`, per template of ec2.yaml: lead time the template's `lead_time`, else
   ec2.yaml's (120 s); capacity the template's `max` there, if set; no failures;
@@ -41,13 +42,13 @@ from typing import Any
 import msgspec
 
 from xce.config import MarkedMap, load_yaml
+from xce.config.providers.ec2 import conf_file, load_ec2_config
+from xce.config.providers.file import ProviderSpec, load_providers
+from xce.config.providers.license import license_config, pool_keys
+from xce.config.providers.local import load_local_settings
+from xce.config.providers.script import load_script_conf
 from xce.model.cluster import ClusterConfig, Countable
 from xce.model.policy import LeadTime, ProviderModel, TokenModel
-from xce.provisioner.providers.ec2_config import conf_file, load_ec2_config
-from xce.provisioner.providers.license import load_license_config, pool_keys
-from xce.provisioner.providers.local import LocalSettings
-from xce.provisioner.providers.script_config import load_script_conf
-from xce.provisioner.registry import ProviderSpec, load_providers, load_settings
 from xce.sim.providers import HostProvider
 
 SPOT_RECLAIM_RATE = 0.05  # spot interruptions per host-hour, unless simulation: says
@@ -380,10 +381,7 @@ def _script(spec: ProviderSpec, cluster: ClusterConfig) -> tuple[HostModels, Poo
 
 
 def _local(spec: ProviderSpec, cluster: ClusterConfig) -> tuple[HostModels, PoolModels]:
-    settings = LocalSettings()
-    conf = Path(spec.conf_path) / "local.yaml" if spec.conf_path else None
-    if conf is not None and conf.exists():  # as the local provider's from_spec
-        settings = load_settings(conf, LocalSettings)
+    settings = load_local_settings(spec)
     model = ProviderModel(lead_time=LeadTime(mean=settings.lead_time))
     labels = pool_keys(cluster)
     pools = {labels[key]: TokenModel(grant_delay=GRANT_DELAY, pool=size)
@@ -392,13 +390,7 @@ def _local(spec: ProviderSpec, cluster: ClusterConfig) -> tuple[HostModels, Pool
 
 
 def _license(spec: ProviderSpec, cluster: ClusterConfig) -> tuple[HostModels, PoolModels]:
-    if not spec.conf_path:  # as the license provider's from_spec
-        from xce.config import ConfigError
-
-        raise ConfigError(spec.file or "providers file", spec.line, f"{spec.name}.confPath",
-                          "a license provider needs confPath: the directory of its "
-                          "license.yaml")
-    config = load_license_config(Path(spec.conf_path), cluster, spec.name)
+    config = license_config(spec, cluster)
     refused = ProviderModel(capacity=0)
     note = "a license provider serves no host templates: every request is refused"
     hosts = {name: Derived(refused, note=note) for name in _served(spec, cluster)}

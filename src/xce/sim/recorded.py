@@ -14,7 +14,7 @@ from pathlib import Path
 
 from xce.model.events import JobFinished, JobKilled, JobStarted, JobSubmitted
 from xce.model.jobs import JobSpec
-from xce.sim.recording import RecordingError, read_recording
+from xce.model.recording import RecordingError, read_recording
 from xce.sim.workload import Workload, WorkloadError, WorkloadJob
 
 SUFFIXES = (".jsonl", ".jsonl.gz")

@@ -28,8 +28,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from xce.cli.ranges import id_ranges
+from xce.model.job_ids import id_ranges
 from xce.model.policy import PolicyConfig
+from xce.model.recording import Recorder
 from xce.model.result import Reservation, SessionResult
 from xce.policy import (
     Action,
@@ -42,7 +43,6 @@ from xce.policy import (
 )
 from xce.sched.rebuild import state_events
 from xce.sim.driver import Simulator
-from xce.sim.recording import Recorder
 from xce.sim.report import format_value, write_report
 
 HISTORY_FILE = "~/.xce_sim_history"

@@ -8,8 +8,8 @@ from typing import Any
 import msgspec
 
 from xce.model.events import Event
+from xce.model.recording import SessionRecord, read_recording, session_outputs
 from xce.sched import SchedulerState, run_session
-from xce.sim.recording import SessionRecord, read_recording, session_outputs
 
 
 class Divergence(msgspec.Struct, frozen=True):

@@ -29,6 +29,15 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
     ParamValidationError,
 )
 
+from xce.config.providers.ec2 import (
+    USER_DATA_LIMIT,
+    Ec2Config,
+    Ec2Template,
+    conf_file,
+    load_ec2_config,
+    render_user_data,
+)
+from xce.config.providers.file import ProviderSpec
 from xce.provisioner.provider import (
     Description,
     HostGrant,
@@ -38,15 +47,7 @@ from xce.provisioner.provider import (
     TemplateOffer,
     grant_names,
 )
-from xce.provisioner.providers.ec2_config import (
-    USER_DATA_LIMIT,
-    Ec2Config,
-    Ec2Template,
-    conf_file,
-    load_ec2_config,
-    render_user_data,
-)
-from xce.provisioner.registry import ProviderContext, ProviderSpec
+from xce.provisioner.registry import ProviderContext
 
 TAG_CLUSTER = "xce:cluster"
 TAG_PROVIDER = "xce:provider"

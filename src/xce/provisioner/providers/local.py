@@ -11,10 +11,11 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated
 
 import msgspec
 
+from xce.config.providers.file import ProviderSpec
+from xce.config.providers.local import StartDelay, load_local_settings
 from xce.model.cluster import ClusterConfig, HostTemplate, ResourceValue
 from xce.provisioner.provider import (
     Description,
@@ -27,14 +28,12 @@ from xce.provisioner.provider import (
 )
 from xce.provisioner.providers.local_files import InstanceRecord, LocalFiles
 from xce.provisioner.providers.processes import Process, find, spawn, stop_groups
-from xce.provisioner.registry import ProviderContext, ProviderSpec, load_settings
+from xce.provisioner.registry import ProviderContext
 
 PROVIDER = "local"
 # The provisioner's own credentials are no business of the agents it starts.
 PRIVATE_ENV = ("XCE_TOKEN", "XCE_TOKEN_FILE")
 EPSILON = 1e-9
-# Seconds an agent waits before it starts (a slow machine's boot), at most a day.
-StartDelay = Annotated[float, msgspec.Meta(ge=0, le=86400)]
 
 
 class LocalConfig(msgspec.Struct, frozen=True):
@@ -65,16 +64,6 @@ def local_config(cluster: ClusterConfig, controller: str, work_dir: Path,
     )
 
 
-class LocalSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """`<confPath>/local.yaml`, all optional."""
-
-    controller: str = ""  # the URL its agents join (default: the provisioner's)
-    pools: dict[str, float] = {}  # tokens it lends (default: `--pool`)
-    lead_time: float = 5.0
-    stop_grace: float = 10.0
-    start_delay: StartDelay = 0.0  # s before each agent starts (a boot's length)
-
-
 def from_spec(spec: ProviderSpec, context: ProviderContext) -> LocalProvider:
     """A local provider of the providers file: its files under the work directory (the
     work directory itself for the provider named `local`, as without a providers file),
@@ -82,10 +71,7 @@ def from_spec(spec: ProviderSpec, context: ProviderContext) -> LocalProvider:
     work = Path(context.work_dir)
     if spec.name != PROVIDER:
         work = work / spec.name
-    settings = LocalSettings()
-    conf = Path(spec.conf_path) / "local.yaml" if spec.conf_path else None
-    if conf is not None and conf.exists():
-        settings = load_settings(conf, LocalSettings)
+    settings = load_local_settings(spec)
     config = local_config(context.cluster, settings.controller or context.controller, work,
                           settings.pools or context.pools, spec.name)
     return LocalProvider(msgspec.structs.replace(

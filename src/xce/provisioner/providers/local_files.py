@@ -19,7 +19,7 @@ from pathlib import Path
 
 import msgspec
 
-from xce.agent.jobfiles import write_atomic
+from xce.atomic_json import write_atomic
 from xce.provisioner.provider import ProviderError
 
 

@@ -35,7 +35,13 @@ from typing import Any, Literal, NoReturn
 
 import msgspec
 
-from xce.agent.jobfiles import write_atomic
+from xce.atomic_json import write_atomic
+from xce.config.providers.file import ProviderSpec
+from xce.config.providers.script import (
+    ScriptConf,
+    find_scripts,
+    load_script_conf,
+)
 from xce.model.cluster import ResourceValue
 from xce.provisioner.provider import (
     Description,
@@ -46,12 +52,7 @@ from xce.provisioner.provider import (
     grant_names,
 )
 from xce.provisioner.providers.local import PRIVATE_ENV
-from xce.provisioner.providers.script_config import (
-    ScriptConf,
-    find_scripts,
-    load_script_conf,
-)
-from xce.provisioner.registry import ProviderContext, ProviderSpec
+from xce.provisioner.registry import ProviderContext
 
 log = logging.getLogger("xce.provisioner.script")
 

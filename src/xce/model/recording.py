@@ -1,5 +1,8 @@
 """Recordings: the event stream fed to the scheduler and every session's outputs.
 
+Here, below the drivers, because two of them write it: the simulator (`xce sim run
+--record`) and the controller (`xce controller --record`); the simulator replays it.
+
 Format (documented in docs/recording.md): JSON Lines, gzip-compressed when the file
 name ends in `.gz`. The first line is the header
 `{"format": "xce-recording", "version": 1, "source": "sim"}`; then, in order,

@@ -1,4 +1,7 @@
-"""Compact job-id lists for humans: [3, 4, 5, 9] -> '3-5 9'."""
+"""Compact job-id lists for humans: [3, 4, 5, 9] -> '3-5 9'.
+
+Shown by the CLI's tables and the simulator's REPL alike, hence here, below both.
+"""
 
 from __future__ import annotations
 

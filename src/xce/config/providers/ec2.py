@@ -12,7 +12,8 @@ templates:
 
 A template's shape (slots, type, model, resources) comes from the cluster file's
 catalog: the templates whose `provider` is this provider's name. Every problem is a
-ConfigError naming file, line and field. Nothing here needs boto3.
+ConfigError naming file, line and field. Nothing here needs boto3: the simulator reads
+it too (`xce.sim.provider_kinds`).
 """
 
 from __future__ import annotations

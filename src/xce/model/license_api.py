@@ -1,14 +1,22 @@
 """The license pool's wire types (msgspec structs): what its HTTP API reads and writes.
 
+Shared by the pool service (`xce.license`, which serves them) and the license provider
+(`xce.provisioner.providers.license`, which sends and reads them); documented in
+docs/providers/license.md.
+
 Amounts of tokens are numbers (JSON numbers, above 0); times are epoch seconds; `ttl`
 is in seconds. Request bodies refuse unknown fields.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import msgspec
+
+# Feature names appear in URLs (`/features/{feature}/borrow`): no slash, no space.
+FEATURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 Holder = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 Amount = Annotated[float, msgspec.Meta(gt=0)]

@@ -15,7 +15,8 @@ log_dir: /var/log/xce                  # PRO_LSF_LOGDIR
 script_options: "-v"                   # SCRIPT_OPTIONS
 ```
 
-Every problem is a ConfigError naming file, line and field.
+Every problem is a ConfigError naming file, line and field. The provider
+(`xce.provisioner.providers.script`) and the simulator's model of it read it here.
 """
 
 from __future__ import annotations
