@@ -623,12 +623,15 @@ class RealPass:
         cands = known if known is not None else evaluator.quick_failure(bucket)
         if isinstance(cands, Failure):
             return self._settle(bucket, order, pos, cands)
-        room = evaluator.room(bucket, cands)
-        if room.most < n:
-            failure = evaluator.remember(bucket, evaluator.host_failure(bucket, room))
-            return self._settle(bucket, order, pos, failure)
+        if n == 1 and not per_slot:  # every candidate has a free slot: all fit (hot)
+            fits = cands
+        else:
+            room = evaluator.room(bucket, cands)
+            if room.most < n:
+                failure = evaluator.remember(bucket, evaluator.host_failure(bucket, room))
+                return self._settle(bucket, order, pos, failure)
+            fits = [i for i, u in zip(room.cands, room.usable, strict=True) if u >= n]
         key = evaluator.key_for(bucket)
-        fits = [i for i, u in zip(room.cands, room.usable, strict=True) if u >= n]
         # The first job goes on the most preferred host; a heap of preference is built
         # (from the capacity then left) only if another job follows.
         self._dispatch(bucket, order[pos], {key.best(fits): n}, {})
