@@ -113,9 +113,10 @@ def show(result: SessionResult, path: Path, console: Console) -> None:
             table.add_row(
                 f"template {h.template}", str(h.count), str(h.in_flight_used), id_ranges(h.jobs)
             )
-        for r in demand.resources:
+        for wanted in demand.resources:
             table.add_row(
-                r.resource, f"{r.amount:g}", f"{r.in_flight_used:g}", id_ranges(r.jobs)
+                wanted.resource, f"{wanted.amount:g}", f"{wanted.in_flight_used:g}",
+                id_ranges(wanted.jobs),
             )
         console.print(table)
     idle = result.idle
