@@ -21,11 +21,11 @@ import math
 
 import msgspec
 
+from xce.model.amounts import EPSILON
 from xce.model.events import Event, TokensChanged
 
 log = logging.getLogger("xce.controller.tokens")
 
-EPSILON = 1e-9  # tokens are floats: sums of amounts may miss by a rounding error
 
 IN_FLIGHT, BORROWED, RETURNING = "in_flight", "borrowed", "returning"
 

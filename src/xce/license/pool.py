@@ -20,6 +20,7 @@ from pathlib import Path
 
 import msgspec
 
+from xce.model.amounts import EPSILON
 from xce.model.license_api import (
     FEATURE_NAME,
     BorrowRequest,
@@ -31,7 +32,6 @@ from xce.model.license_api import (
 
 log = logging.getLogger("xce.license")
 
-EPSILON = 1e-9
 
 
 class PoolError(Exception):

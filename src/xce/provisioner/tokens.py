@@ -8,11 +8,11 @@ import asyncio
 from collections.abc import Callable, Mapping
 from urllib.parse import quote
 
+from xce.model.amounts import EPSILON
 from xce.model.cluster import ClusterConfig
 from xce.provisioner.client import ControllerClient
 from xce.provisioner.provider import Provider, ProviderError
 
-EPSILON = 1e-9
 Note = Callable[[str, str, str, str], None]  # action, detail, reason, outcome
 
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Final
 
+from xce.model.amounts import EPSILON as AMOUNT_EPSILON
 from xce.sched.buckets import LimitRef
 from xce.sched.hosts import HostRecord
 from xce.sched.pools import PoolRecord
 from xce.sched.state import SchedulerState
 
-# Float consumables: treat a shortfall below this as rounding, not a shortage.
-EPSILON: Final = 1e-9
+# Float consumables: a shortfall below this is rounding, not a shortage. A compiled
+# module's own Final, read in every fit test (bench_session, bench_easy).
+EPSILON: Final = AMOUNT_EPSILON
 
 
 class Capacity:

@@ -32,6 +32,7 @@ import msgspec
 
 from xce.config.providers.file import ProviderSpec
 from xce.config.providers.license import LicenseConfig, license_config
+from xce.model.amounts import EPSILON
 from xce.model.license_api import FeatureList, Lease, LeaseList, Returned
 from xce.provisioner.provider import (
     Description,
@@ -46,7 +47,6 @@ from xce.provisioner.registry import ProviderContext
 log = logging.getLogger("xce.provisioner.license")
 
 T = TypeVar("T")
-EPSILON = 1e-9
 # No proxy: a license pool is a site service (and `http_proxy` must not catch 127.0.0.1).
 _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 

@@ -16,6 +16,7 @@ import msgspec
 
 from xce.config.providers.file import ProviderSpec
 from xce.config.providers.local import StartDelay, load_local_settings
+from xce.model.amounts import EPSILON
 from xce.model.cluster import ClusterConfig, HostTemplate, ResourceValue
 from xce.provisioner.provider import (
     Description,
@@ -33,7 +34,6 @@ from xce.provisioner.registry import ProviderContext
 PROVIDER = "local"
 # The provisioner's own credentials are no business of the agents it starts.
 PRIVATE_ENV = ("XCE_TOKEN", "XCE_TOKEN_FILE")
-EPSILON = 1e-9
 
 
 class LocalConfig(msgspec.Struct, frozen=True):
