@@ -477,7 +477,8 @@ async def get_demand(request: web.Request) -> web.Response:
     result = ctl.last_result
     if result is None:
         return reply(SessionOutput(0, None, demand=None))
-    return reply(SessionOutput(ctl.sessions, result.now, demand=demand_json(result.demand)))
+    return reply(SessionOutput(ctl.sessions, result.now, demand=demand_json(result.demand),
+                               failure_cache_hits=ctl.failure_cache_hits))
 
 
 async def get_idle(request: web.Request) -> web.Response:
@@ -486,7 +487,8 @@ async def get_idle(request: web.Request) -> web.Response:
     result = ctl.last_result
     if result is None:
         return reply(SessionOutput(0, None, idle=None))
-    return reply(SessionOutput(ctl.sessions, result.now, idle=idle_json(result.idle)))
+    return reply(SessionOutput(ctl.sessions, result.now, idle=idle_json(result.idle),
+                               failure_cache_hits=ctl.failure_cache_hits))
 
 
 # ---------------------------------------------------------------- shared pools, runtime catalog

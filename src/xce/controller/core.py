@@ -1,8 +1,12 @@
 """The controller: the single source of truth for jobs and hosts.
 
-Every change is a fact (a scheduler event): it is applied in memory (the controller's
-view, and the scheduler state unless a session is running, in which case it waits in
-the backlog), queued to the durable log, and acknowledged only once durable. Sessions
+Every change is a fact (an `xce.model.events.Event`): it is applied in memory (the
+controller's view and records, and, for a scheduler event, the scheduler state unless
+a session is running, in which case it waits in the backlog), queued to the durable
+log, and acknowledged only once durable. Facts that are only the controller's records
+(leases, provisioning requests and instances, expected hosts, token steps) never reach
+the scheduler state: a provisioner renewing its lease every round changes nothing the
+scheduler decides on, so its cross-session caches hold (docs/cluster.md). Sessions
 run off the event loop on the scheduler state; their dispatches are checked against
 what changed meanwhile and dropped when stale, never applied half.
 """
@@ -69,7 +73,9 @@ from xce.model.events import (
     JobStarted,
     JobSubmitted,
     RequestRecorded,
+    SchedulerEvent,
     SupplyChanged,
+    is_scheduler_event,
 )
 from xce.model.jobs import JobSpec
 from xce.model.recording import Recorder
@@ -154,10 +160,13 @@ class Controller:
         self.records = RecordBook()  # provisioning requests and their instances
         self.journal: Journal | None = None
         self.busy = False  # a session (or snapshot) reads the scheduler state
-        self.backlog: list[tuple[float, Event]] = []
+        # scheduler events that arrived while a session (or snapshot) read the state
+        self.backlog: list[tuple[float, SchedulerEvent]] = []
         self.launchable: set[int] = set()  # jobs whose start is durable
         self.seen: set[tuple[int, str]] = set()  # (job, host) an agent reported running
         self.sessions = 0
+        # the scheduler state's failure-cache hits as of the end of the last session
+        self.failure_cache_hits = 0
         self.last_result: SessionResult | None = None
         self._reasons: dict[int, tuple[str, str]] = {}  # pend reasons of the last session
         self._reservations: dict[int, Reservation] = {}  # of the last session, by job
@@ -238,12 +247,15 @@ class Controller:
 
     # ------------------------------------------------------------------ facts
     def _apply(self, time: float, event: Event, record: bool = True) -> None:
-        if self.busy:
-            self.backlog.append((time, event))
-        else:
-            self.state.apply(event)
-            if record and self.recorder is not None:
-                self.recorder.event(time, event)
+        """Follow one fact: the view and the records take every fact; the scheduler
+        state (and the recording, its input) only scheduler events."""
+        if is_scheduler_event(event):
+            if self.busy:
+                self.backlog.append((time, event))
+            else:
+                self.state.apply(event)
+                if record and self.recorder is not None:
+                    self.recorder.event(time, event)
         self.view.apply(event, time)
         self.tokens.apply(event)
         self.leases.apply(event)
@@ -281,6 +293,7 @@ class Controller:
         finally:
             self.busy = False
         self.sessions += 1
+        self.failure_cache_hits = self.state.failure_cache_hits
         self.last_result = result
         self._reasons = reasons
         self._reservations = {found.job: found for found in result.reservations}
@@ -294,7 +307,7 @@ class Controller:
             if self.recorder is not None:
                 self.recorder.event(time, event)
             _touched(event, stale_jobs, stale_hosts)
-        started: list[Event] = []
+        started: list[JobStarted] = []
         for decision in result.dispatch:
             job = self.view.jobs.get(decision.job)
             if (
@@ -322,7 +335,7 @@ class Controller:
             assert self.journal is not None
             self._facts_since_snapshot += len(started)
             durable = self.journal.append(now, started)
-            ids = [e.job for e in started if isinstance(e, JobStarted)]
+            ids = [e.job for e in started]
             durable.add_done_callback(lambda f: self._started_durable(f, ids))
         if self._facts_since_snapshot >= self.settings.snapshot_every:
             await self.snapshot()
@@ -899,7 +912,7 @@ def _session(state: SchedulerState, now: float) -> tuple[SessionResult, dict[int
     return result, reasons
 
 
-def _touched(event: Event, jobs: set[int], hosts: set[str]) -> None:
+def _touched(event: SchedulerEvent, jobs: set[int], hosts: set[str]) -> None:
     """Record which job or host an event changed (decisions about them are stale)."""
     match event:
         case JobSubmitted():

@@ -1,11 +1,12 @@
 """The controller's durable state store: an append-only log of facts plus snapshots.
 
-A *fact* is one scheduler event (`xce.model.events.Event`) with a sequence number and
-the time it happened. Facts are appended in transactions: when `append` returns, its
-facts are durable (the SQLite commit is fsync'd: WAL mode, `synchronous=FULL`), and
-either all of them are in the log or, after a crash, none. A *snapshot* is the state
+A *fact* is one event (`xce.model.events.Event`: a scheduler event, or one of the
+controller's own records) with a sequence number and the time it happened. Facts are
+appended in transactions: when `append` returns, its facts are durable (the SQLite
+commit is fsync'd: WAL mode, `synchronous=FULL`), and either all of them are in the
+log or, after a crash, none. A *snapshot* is the state
 as of some seq, compacted into the events that rebuild it (`xce.sched.rebuild.state_events`);
-`recover` applies the latest snapshot and then every fact after it.
+`recover` applies the latest snapshot and then every scheduler event after it.
 
 Encoding: each fact body is the msgpack encoding of its event (msgspec, tagged by
 `event`); a snapshot body is the msgpack list of its events. The file is marked with
@@ -26,7 +27,7 @@ from typing import Protocol
 
 import msgspec
 
-from xce.model.events import Event
+from xce.model.events import Event, is_scheduler_event
 from xce.sched.rebuild import state_events
 from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
 
@@ -351,19 +352,22 @@ def take_snapshot(store: Store, state: SchedulerState, seq: int) -> None:
 
 def recover(store: Store) -> tuple[SchedulerState, int]:
     """The scheduler state after the latest snapshot and every fact after it, and the
-    last seq applied (the snapshot's when no fact follows it; 0 for an empty store)."""
+    last seq read (the snapshot's when no fact follows it; 0 for an empty store). Only
+    scheduler events reach the state: the controller's own records (leases, requests,
+    instances, ...) are passed over, as the live controller passes them over."""
     state = SchedulerState()
     last = 0
     snapshot = store.latest_snapshot()
     if snapshot is not None:
         last, events = snapshot
         try:
-            state.apply_all(events)
+            state.apply_all(e for e in events if is_scheduler_event(e))
         except (SubmitError, SchedulerInputError) as err:
             raise StoreError(f"snapshot {last} does not rebuild a state: {err}") from err
     for fact in store.read(after=last):
         try:
-            state.apply(fact.event)
+            if is_scheduler_event(fact.event):
+                state.apply(fact.event)
         except (SubmitError, SchedulerInputError) as err:
             raise StoreError(f"fact {fact.seq} cannot be applied: {err}") from err
         last = fact.seq

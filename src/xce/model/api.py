@@ -244,12 +244,16 @@ class QueueList(msgspec.Struct, frozen=True):
 
 
 class SessionOutput(msgspec.Struct, frozen=True, omit_defaults=True):
-    """`GET /demand` and `GET /idle`: the last session's output (FORMATS.md shapes)."""
+    """`GET /demand` and `GET /idle`: the last session's output (FORMATS.md shapes).
+    `failure_cache_hits`: how often a session reused a bucket's failure found by an
+    earlier one on unchanged capacity, over every session since the controller
+    started (absent: none); the simulator's core counts the same on the same events."""
 
     session: int
     time: float | None
     demand: dict[str, Any] | None = None
     idle: dict[str, Any] | None = None
+    failure_cache_hits: int = 0
 
 
 # ---------------------------------------------------------------- shared pools, runtime catalog

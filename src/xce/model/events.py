@@ -1,7 +1,17 @@
-"""Events that feed the scheduler state. The live controller and the simulator emit
-exactly these; a recording is a sequence of them."""
+"""Events: the facts of the controller's durable log, and what feeds the scheduler.
+
+`Event` is every fact the controller logs. `SchedulerEvent`, a part of it, is what the
+scheduler state takes (`SchedulerState.apply`): the simulator emits only these, and a
+recording is a sequence of them. The rest (`ControllerRecord`: leases, provisioning
+requests and instances, expected hosts, token steps) is the controller's own
+bookkeeping; the scheduler sees its effect only through the scheduler events logged
+with it (a `SupplyChanged` beside an expected host or a token step), so the controller
+never passes it on (`is_scheduler_event`).
+"""
 
 from __future__ import annotations
+
+from typing import Final, TypeGuard, get_args
 
 import msgspec
 
@@ -161,7 +171,7 @@ class PoolHistoryRestored(msgspec.Struct, frozen=True, tag=True, tag_field="even
 class LeaseGranted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     """A provisioner instance (`holder`) holds a provider until `expires`; `token` is
     the fencing token: it grows whenever the lease changes hands, never goes back.
-    The controller's record; the scheduler ignores it."""
+    The controller's record; it never reaches the scheduler."""
 
     provider: str
     holder: str
@@ -183,7 +193,7 @@ class RequestRecorded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     """A provisioning request of `count` hosts of `template`, made by `holder` (a
     provisioner instance or an admin), for `jobs` (the demand's jobs, in scheduling
     order; none for a request an admin made by hand). The controller's record
-    (docs/requests.md); the scheduler ignores it."""
+    (docs/requests.md); it never reaches the scheduler."""
 
     request: str
     provider: str
@@ -225,7 +235,10 @@ class InstanceChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     instance_id: str = ""
 
 
-Event = (
+# What the scheduler state takes: SchedulerState.apply has an arm for each, and
+# refuses anything else (a fact that is not the scheduler's must not reach it: it would
+# count as a change of what fits and void the cross-session failure cache).
+SchedulerEvent = (
     ConfigLoaded
     | JobSubmitted
     | JobKilled
@@ -239,7 +252,13 @@ Event = (
     | SharedTotalChanged
     | SupplyChanged
     | PoolHistoryRestored
-    | HostExpected
+)
+
+# The controller's own records: logged and replayed by the controller, never fed to
+# the scheduler (a provisioner renews its lease every round: that changes nothing the
+# scheduler decides on).
+ControllerRecord = (
+    HostExpected
     | ExpectedHostEnded
     | TokensChanged
     | LeaseGranted
@@ -249,3 +268,12 @@ Event = (
     | InstanceRecorded
     | InstanceChanged
 )
+
+Event = SchedulerEvent | ControllerRecord
+
+SCHEDULER_EVENTS: Final[frozenset[type]] = frozenset(get_args(SchedulerEvent))
+
+
+def is_scheduler_event(event: object) -> TypeGuard[SchedulerEvent]:
+    """Whether `event` is one the scheduler state takes (a `SchedulerEvent`)."""
+    return type(event) in SCHEDULER_EVENTS

@@ -6,7 +6,9 @@ Here, below the drivers, because two of them write it: the simulator (`xce sim r
 Format (documented in docs/recording.md): JSON Lines, gzip-compressed when the file
 name ends in `.gz`. The first line is the header
 `{"format": "xce-recording", "version": 1, "source": "sim"}`; then, in order,
-event lines `{"t": T, "e": EVENT}` (an `xce.model.events` event with its `event` tag)
+event lines `{"t": T, "e": EVENT}` (an `xce.model.events.SchedulerEvent` with its
+`event` tag; live recordings written before the controller kept its own records out
+may also hold those, which replay skips)
 and session lines `{"t": T, "s": N, "dispatch": [...], "pending": {...}, "demand":
 {...}, "idle": {...}, "reservations": [...], "trace": [...]}` (`reservations` as in
 the session result JSON; recordings written before it existed have none, and replay
@@ -24,7 +26,7 @@ from typing import IO, Any, cast
 
 import msgspec
 
-from xce.model.events import Event
+from xce.model.events import Event, SchedulerEvent
 from xce.model.result import SessionResult, demand_json, idle_json, reservation_json
 
 FORMAT = "xce-recording"
@@ -70,7 +72,7 @@ class Recorder:
         self._file.write(self._encoder.encode(obj).decode())
         self._file.write("\n")
 
-    def event(self, now: float, event: Event) -> None:
+    def event(self, now: float, event: SchedulerEvent) -> None:
         self._write({"t": now, "e": event})
 
     def session(self, now: float, result: SessionResult) -> None:

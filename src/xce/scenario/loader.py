@@ -16,12 +16,12 @@ from xce.config.fields import MapReader, Place, as_id_range, as_int, as_list, as
 from xce.model.cluster import ClusterConfig
 from xce.model.events import (
     ConfigLoaded,
-    Event,
     HostAdded,
     HostStateChanged,
     JobHeld,
     JobStarted,
     JobSubmitted,
+    SchedulerEvent,
     SupplyChanged,
 )
 from xce.model.jobs import JobSpec
@@ -39,7 +39,7 @@ class Scenario(msgspec.Struct):
 
     now: float
     config: ClusterConfig
-    events: list[Event]
+    events: list[SchedulerEvent]
 
     def state(self) -> SchedulerState:
         """A fresh scheduler state with every event applied."""
@@ -67,13 +67,13 @@ def load_scenario_text(text: str, filename: str, base_dir: Path | None = None) -
     now = root.number("now", 0.0)
     config = _cluster(root, filename, base_dir or Path("."))
     state = SchedulerState(config)
-    events: list[Event] = [ConfigLoaded(config=config)]
+    events: list[SchedulerEvent] = [ConfigLoaded(config=config)]
     hosts = root.section("hosts")
     if hosts is not None:
         for item, place in as_list(*hosts):
             events.append(_apply(state, _host_event(item, place, config), place))
     jobs = root.section("jobs")
-    started: list[tuple[Event, Place]] = []
+    started: list[tuple[SchedulerEvent, Place]] = []
     if jobs is not None:
         for item, place in as_list(*jobs):
             for event, later in _job_events(item, place):
@@ -89,7 +89,7 @@ def load_scenario_text(text: str, filename: str, base_dir: Path | None = None) -
     return Scenario(now=now, config=config, events=events)
 
 
-def _start_time(event: Event) -> float:
+def _start_time(event: SchedulerEvent) -> float:
     return event.time if isinstance(event, JobStarted) else 0.0
 
 
@@ -135,7 +135,7 @@ def _supply_event(value: object, place: Place) -> SupplyChanged:
     )
 
 
-def _apply(state: SchedulerState, event: Event, place: Place) -> Event:
+def _apply(state: SchedulerState, event: SchedulerEvent, place: Place) -> SchedulerEvent:
     """Apply to a scratch state so that refusals are reported at the right line."""
     try:
         state.apply(event)
@@ -155,7 +155,7 @@ def _cluster(root: MapReader, filename: str, base_dir: Path) -> ClusterConfig:
     return root.place.fail("a scenario needs cluster or cluster_file")
 
 
-def _host_event(item: object, place: Place, config: ClusterConfig) -> Event:
+def _host_event(item: object, place: Place, config: ClusterConfig) -> SchedulerEvent:
     host = MapReader(item, place, HOST_KEYS)
     name = host.text("name")
     state = host.text("state", "ok")
@@ -179,7 +179,7 @@ def _host_event(item: object, place: Place, config: ClusterConfig) -> Event:
     )
 
 
-def _job_events(item: object, place: Place) -> list[tuple[Event, bool]]:
+def _job_events(item: object, place: Place) -> list[tuple[SchedulerEvent, bool]]:
     """The events of one `jobs:` entry; True marks events applied after all submissions."""
     job = MapReader(item, place, JOB_KEYS)
     if ("id" in job) == ("ids" in job):
@@ -203,7 +203,7 @@ def _job_events(item: object, place: Place) -> list[tuple[Event, bool]]:
     n = job.integer("n", 1, minimum=1)
     run = job.optional_number("run", minimum=0)
     run_limit = job.optional_number("run_limit", minimum=0)  # s; a RUN job ends by start + it
-    events: list[tuple[Event, bool]] = []
+    events: list[tuple[SchedulerEvent, bool]] = []
     for job_id in ids:
         spec = JobSpec(
             id=job_id, user=job.text("user", "nobody"), queue=job.text("queue", ""), n=n,

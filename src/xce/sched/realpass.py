@@ -289,6 +289,7 @@ class Evaluator:
         known = bucket.failure
         if known is not None and cap.version == 0 and known[0] == self.state.capacity_version:
             assert isinstance(known[1], Failure)
+            self.state.failure_cache_hits += 1
             return known[1]
         cands = self.candidates(bucket)
         if isinstance(cands, Failure):

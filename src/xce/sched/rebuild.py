@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from xce.model.events import (
     ConfigLoaded,
-    Event,
     HostAdded,
     HostRemoved,
     HostStateChanged,
@@ -13,13 +12,14 @@ from xce.model.events import (
     JobStarted,
     JobSubmitted,
     PoolHistoryRestored,
+    SchedulerEvent,
     SharedTotalChanged,
     SupplyChanged,
 )
 from xce.sched.state import SchedulerState
 
 
-def state_events(state: SchedulerState) -> list[Event]:
+def state_events(state: SchedulerState) -> list[SchedulerEvent]:
     """Events that rebuild `state` on a fresh SchedulerState: its configuration, the
     hosts that are not static (with state, join time and idle time), static hosts that
     changed, running jobs (submitted, then started where they run), queued jobs in
@@ -29,7 +29,7 @@ def state_events(state: SchedulerState) -> list[Event]:
     Last, the recent use history of countable pools (which decides when borrowed
     tokens count as idle) is restored as it was."""
     config = state.config
-    events: list[Event] = [ConfigLoaded(config=config)]
+    events: list[SchedulerEvent] = [ConfigLoaded(config=config)]
     static = {h.name for h in config.hosts}
     for host in state.hosts:
         if host is None:

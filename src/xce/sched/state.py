@@ -16,7 +16,6 @@ import msgspec
 from xce.model.cluster import ClusterConfig, HostTemplate, Queue, ResourceValue
 from xce.model.events import (
     ConfigLoaded,
-    Event,
     HostAdded,
     HostRemoved,
     HostStateChanged,
@@ -27,6 +26,7 @@ from xce.model.events import (
     JobStarted,
     JobSubmitted,
     PoolHistoryRestored,
+    SchedulerEvent,
     SharedTotalChanged,
     SupplyChanged,
 )
@@ -67,7 +67,8 @@ class SubmitError(ValueError):
 
 
 class SchedulerInputError(ValueError):
-    """An event that contradicts the state (unknown job or host)."""
+    """An event that contradicts the state (unknown job or host), or that is not a
+    scheduler event at all (a lease, a provisioning request: the controller's own)."""
 
 
 class RunningJob:
@@ -154,12 +155,18 @@ class SchedulerState:
         self._valid_res: set[str] = set()  # requirement strings checked against config
         # (slots, free) -> the shared "not enough job slots" failure (realpass.Failure)
         self.slot_failures: dict[tuple[int, int], object] = {}
+        # Bucket failures reused from an earlier session (Bucket.failure), over every
+        # session on this state: counted by the real pass, read-only for the rest (tests,
+        # the controller's GET /demand). Equal live and simulated on the same events.
+        self.failure_cache_hits = 0
         if config is not None:
             self.apply(ConfigLoaded(config=config))
 
     # ------------------------------------------------------------------ events
-    def apply(self, event: Event) -> None:
-        """Apply one event. Raises SubmitError / SchedulerInputError, changing nothing."""
+    def apply(self, event: SchedulerEvent) -> None:
+        """Apply one event. Raises SubmitError / SchedulerInputError, changing nothing:
+        also for an event that is not a SchedulerEvent (the drivers pass on only these,
+        xce.model.events.is_scheduler_event)."""
         if type(event) is _SUBMITTED:  # the most frequent events, without `match`
             self._submit(event.job)
             self.version += 1
@@ -188,38 +195,37 @@ class SchedulerState:
         self.version += 1
         self.capacity_version += 1
 
-    def _apply_other(self, event: Event) -> None:
+    def _apply_other(self, event: SchedulerEvent) -> None:
+        """The scheduler events apply() has no fast path for."""
         match event:
-            case JobSubmitted(job=spec):
-                self._submit(spec)
-            case JobStarted(job=job_id, hosts=hosts, time=time, pools=pools):
-                self._start(job_id, hosts, pools, time)
-            case JobFinished(job=job_id, time=time) | JobKilled(job=job_id, time=time):
+            case JobKilled(job=job_id, time=time):
                 self._finish(job_id, time)
             case JobRequeued(job=job_id, time=time):
                 self._requeue(job_id, time)
             case JobHeld(job=job_id, held=held):
                 self._hold(job_id, held)
-            case HostAdded():
-                self._add_host(event)
-            case HostStateChanged(name=name, state=state):
-                self._set_host_state(self._host(name), state)
-            case HostRemoved(name=name):
-                self._remove_host(self._host(name))
+                self.version += 1  # what fits is the same: only who is queued changed
+                return
             case SharedTotalChanged(resource=resource, total=total, pool=pool):
                 self._pool(resource, pool).base = total
-            case SupplyChanged():
-                self._supply(event)
             case PoolHistoryRestored(pool=key, history=history):
                 if history:
                     self.pool_by_key(key).history = [(t, u, b) for t, u, b in history]
             case ConfigLoaded(config=config):
                 self._load_config(config)
+            case _:
+                # Not a scheduler event (a lease, a provisioning request or instance, an
+                # expected host, a token step: the controller's records), or a subclass
+                # the fast path does not know. Refused rather than taken as a change of
+                # what fits, which would void the cross-session failure cache.
+                raise SchedulerInputError(
+                    f"{type(event).__name__} is not a scheduler event: the scheduler "
+                    "state takes only xce.model.events.SchedulerEvent"
+                )
         self.version += 1
-        if not isinstance(event, JobSubmitted | JobHeld):
-            self.capacity_version += 1  # anything else may change what fits
+        self.capacity_version += 1  # anything else may change what fits
 
-    def apply_all(self, events: Iterable[Event]) -> None:
+    def apply_all(self, events: Iterable[SchedulerEvent]) -> None:
         for event in events:
             self.apply(event)
 

@@ -26,13 +26,13 @@ from xce.model.api import RUN_LIMIT_REACHED
 from xce.model.cluster import Catalog, ClusterConfig, HostTemplate, Queue
 from xce.model.events import (
     ConfigLoaded,
-    Event,
     HostAdded,
     HostRemoved,
     HostStateChanged,
     JobFinished,
     JobStarted,
     JobSubmitted,
+    SchedulerEvent,
     SupplyChanged,
 )
 from xce.model.jobs import JobSpec
@@ -278,7 +278,7 @@ class Simulator:
             return joined
         return math.inf
 
-    def _apply(self, event: Event) -> None:
+    def _apply(self, event: SchedulerEvent) -> None:
         if self.recorder is not None:
             self.recorder.event(self.now, event)
         self.state.apply(event)

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from xce.model.events import Event
+from xce.model.events import is_scheduler_event
 from xce.model.recording import SessionRecord, read_recording, session_outputs
 from xce.sched import SchedulerState, run_session
 
@@ -50,14 +50,10 @@ def replay(path: str | os.PathLike[str]) -> ReplayReport:
                 field, expected, actual = found
                 divergence = Divergence(item.s, t, field, expected, actual)
                 return ReplayReport(sessions, events, divergence)
-        else:
+        elif is_scheduler_event(item):  # (older live recordings hold leases, requests...)
             events += 1
-            _apply(state, item)
+            state.apply(item)
     return ReplayReport(sessions, events, None)
-
-
-def _apply(state: SchedulerState, event: Event) -> None:
-    state.apply(event)
 
 
 def _normal(outputs: dict[str, Any]) -> dict[str, Any]:
