@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 import aiohttp
 
+from xce.model.amounts import EPSILON
 from xce.model.api import MAX_REQUEST_JOBS
 from xce.model.cluster import ClusterConfig
 from xce.policy import (
@@ -226,7 +227,7 @@ class Provisioner:
                     continue
                 room = max(0.0, offer.size - pool["borrowed"] - pool["in_flight"])
                 room = min(room, pool["max_borrow"] - pool["borrowed"] - pool["in_flight"])
-                if runtime.get(offer.pool) is None or abs(runtime[offer.pool] - room) > 1e-9:
+                if runtime.get(offer.pool) is None or abs(runtime[offer.pool] - room) > EPSILON:
                     headroom[offer.pool] = max(0.0, room)
             if allowance or headroom or lead_time:
                 update: dict[str, Any] = {"allowance": allowance, "headroom": headroom}
