@@ -84,6 +84,7 @@ from xce.sched import SchedulerState, run_session
 from xce.sched.admission import oversize
 from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.rebuild import state_events
+from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
 from xce.sched.state import SchedulerInputError, SubmitError
 from xce.tuning import settle_heap
@@ -603,7 +604,7 @@ class Controller:
         if request in self.records.requests:
             raise ApiProblem(409, f"request {request} exists already")
         alive = self.state.template_alive(template) + self.view.in_flight(template)
-        if alive + count > found.max:
+        if count > template_room(found.max, alive):
             raise ApiProblem(409, f"Template {template} allows no more hosts (max {found.max}, "
                                   f"{alive} alive or in flight, {count} asked)")
         events: list[Event] = [

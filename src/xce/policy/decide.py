@@ -23,6 +23,7 @@ from xce.policy.actions import (
     ReturnTokens,
     SetAllowance,
 )
+from xce.sched.room import template_room
 
 
 def seconds(value: float) -> str:
@@ -170,7 +171,12 @@ def _request_hosts(
         demand_since[name] = since
         if now - since < config.persistence:
             continue
-        room = _room(name, _template_max(catalog, name), config, alive, inp.in_flight)
+        # (the policy's own cap, `max_hosts`, lowers the template's `max`)
+        template_max = _template_max(catalog, name)
+        room = template_room(
+            min(template_max, config.max_hosts.get(name, template_max)),
+            alive.get(name, 0), inp.in_flight.get(name, 0),
+        )
         count = min(entry.count, config.max_requests_per_round, room)
         if count > 0:
             actions.append(
@@ -254,18 +260,6 @@ def _template_max(catalog: Catalog, name: str) -> int:
         if template.name == name:
             return template.max
     raise KeyError(name)
-
-
-def _room(
-    name: str,
-    template_max: int,
-    config: PolicyConfig,
-    alive: dict[str, int],
-    in_flight: dict[str, int],
-) -> int:
-    """How many more hosts of a template the policy allows."""
-    cap = min(template_max, config.max_hosts.get(name, template_max))
-    return max(0, cap - alive.get(name, 0) - in_flight.get(name, 0))
 
 
 def _reclaim(

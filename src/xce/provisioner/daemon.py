@@ -57,6 +57,7 @@ from xce.provisioner.status import (
     write_status,
 )
 from xce.provisioner.tokens import TokenLending
+from xce.sched.room import template_room
 
 __all__ = ["ControllerRefused", "Decision", "Provisioner", "RequestStatus", "Status"]
 
@@ -213,7 +214,7 @@ class Provisioner:
                 if template.name in self._backed_off:
                     wanted: int | None = 0
                 elif limit < template.max:
-                    wanted = max(0, limit - present)
+                    wanted = template_room(limit, present)  # (present: alive or in flight)
                 else:
                     wanted = None
                 if told.get(template.name) != wanted:

@@ -37,6 +37,7 @@ from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob
 from xce.sched.hosts import OPEN_STATE, HostRecord
 from xce.sched.limits import limit_key
 from xce.sched.pools import PoolRecord
+from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
 
 # The most frequent event types as constants: compiled, a Final name is read directly
@@ -566,12 +567,13 @@ class SchedulerState:
 
     def new_hosts_allowed(self, template: HostTemplate) -> int:
         """How many new hosts of `template` may be requested now: its `max` less the
-        hosts of it present and in flight, lowered by a runtime allowance (>= 0)."""
+        hosts of it present and in flight, lowered by a runtime allowance (>= 0)
+        (`xce.sched.room`)."""
         name = template.name
-        allowed = template.max - self.alive.get(name, 0) - max(0, self.in_flight.get(name, 0))
-        if name in self.allowance:
-            allowed = min(allowed, self.allowance[name])
-        return max(0, allowed)
+        return template_room(
+            template.max, self.alive.get(name, 0), max(0, self.in_flight.get(name, 0)),
+            allowance=self.allowance.get(name),
+        )
 
     def template_alive(self, template: str) -> int:
         """Hosts of `template` present now (joined, whatever their state)."""
