@@ -44,12 +44,14 @@ def _idle_hosts(
     for host in state.idle_provisioned.values():
         if host.template is None or not host.is_open:
             continue
-        limit = limits.get(host.template, default)
-        idle_for = now - host.idle_since
-        if idle_for < limit:
+        # Idle long enough once idle_since + limit <= now: the very sum idle_due
+        # times it by (now - idle_since >= limit may differ by a rounding error, and
+        # the host would be neither idle nor due).
+        if host.idle_since + limits.get(host.template, default) > now:
             if ordered:
                 break
             continue
+        idle_for = now - host.idle_since
         if busy is None:
             busy = {name for d in dispatch for name in d.hosts}
         if host.name not in busy and (booked is None or host.index not in booked):
@@ -66,6 +68,7 @@ def idle_due(state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = (
     due = math.inf
     busy = {name for d in dispatch for name in d.hosts} if dispatch else None
     idle_times = state.idle_times
+    default = state.config.catalog.idle_time  # a host whose template is gone
     if state.idle_in_order:
         # Hosts are in order of idle time: per template, the first open one that is
         # not due yet is its soonest.
@@ -76,7 +79,7 @@ def idle_due(state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = (
             if host.state == OPEN_STATE and template is not None and (
                 seen is None or template not in seen
             ) and (busy is None or host.name not in busy):
-                at = host.idle_since + idle_times[template]
+                at = host.idle_since + idle_times.get(template, default)
                 if at > now or host.idle_since == now:
                     if at < due:
                         due = at
@@ -91,7 +94,7 @@ def idle_due(state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = (
             if host.state == OPEN_STATE and host.template is not None and (
                 busy is None or host.name not in busy
             ):
-                at = host.idle_since + idle_times[host.template]
+                at = host.idle_since + idle_times.get(host.template, default)
                 if (at > now or host.idle_since == now) and at < due:
                     due = at
     for pool in state.countable_pools:
