@@ -482,14 +482,8 @@ class RealPass:
         if found is None:
             return False
         start, hosts = found
-        if self._lazy:
-            plan.reserve(job.id, start, bucket.limit, hosts, bucket.per_slot)
-            self.unnamed += 1
-            self.settled.append(Settled(bucket, [job], failure, -1))
-            return True
-        booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
-        self.reservations.append(booked)
-        if self.trace is None:  # (no pend reasons: the words are not needed)
+        booked = self._book(plan, bucket, job, start, hosts)
+        if booked is None or self.trace is None:  # (no pend reasons: no words needed)
             self.settled.append(Settled(bucket, [job], failure, -1))
             return True
         reason = reserved(start, self.now, booked.hosts)
@@ -521,9 +515,22 @@ class RealPass:
             bucket, job, start = unplaced
             found = plan.find(bucket)
             assert found is not None and found[0] == start
-            plan.reserve(job.id, start, bucket.limit, found[1], bucket.per_slot)
-            self.unnamed += 1
+            self._book(plan, bucket, job, start, found[1])
         return plan
+
+    def _book(
+        self, plan: Plan, bucket: Bucket, job: PendingJob, start: float,
+        hosts: dict[int, int],
+    ) -> Reservation | None:
+        """Book a job's reservation; the reservation for the session result, or None
+        in a lean session, which names no hosts (`_lazy`)."""
+        if self._lazy:
+            plan.reserve(job.id, start, bucket.limit, hosts, bucket.per_slot)
+            self.unnamed += 1
+            return None
+        booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
+        self.reservations.append(booked)
+        return booked
 
     def _hold(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
         """Let a job that failed on capacity hold the free hosts that joined for
