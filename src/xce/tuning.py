@@ -11,6 +11,8 @@ the young generation less often.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 def settle_heap() -> None:
@@ -19,3 +21,17 @@ def settle_heap() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic collector while a batch builds many long-lived objects and
+    next to no reference cycles (a simulation run, a recovery replaying the log):
+    collections would only rescan them."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()

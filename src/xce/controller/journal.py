@@ -101,14 +101,15 @@ class Journal:
                 return
             self.commits += 1
             results = dict(zip((id(e) for e in facts), seqs, strict=True))
-            for entry in group:
-                seq = results.get(id(entry), entry.snapshot_seq or 0)
-                self.loop.call_soon_threadsafe(self._done, entry.future, seq)
+            done = [(e.future, results.get(id(e), e.snapshot_seq or 0)) for e in group]
+            # One wake-up of the loop for the whole group (bench_controller.py submit).
+            self.loop.call_soon_threadsafe(self._done, done)
 
-    def _done(self, future: asyncio.Future[int], seq: int) -> None:
-        self.durable_seq = max(self.durable_seq, seq)
-        if not future.done():
-            future.set_result(seq)
+    def _done(self, done: list[tuple[asyncio.Future[int], int]]) -> None:
+        for future, seq in done:
+            self.durable_seq = max(self.durable_seq, seq)
+            if not future.done():
+                future.set_result(seq)
 
     def close(self) -> None:
         """Write what is queued, then stop the writer thread."""

@@ -13,7 +13,6 @@ Timers are not decided here: the session result's `next_due` (the scheduler's) a
 
 from __future__ import annotations
 
-import gc
 import math
 import random
 import time as wallclock
@@ -63,6 +62,7 @@ from xce.sim.loop import SESSION, TIMER, EventLoop
 from xce.sim.metrics import Metrics
 from xce.sim.providers import HostProvider, TokenPool
 from xce.sim.workload import Workload, WorkloadJob
+from xce.tuning import collector_paused
 
 NEVER: Final = math.inf
 # A job ended at its run limit, as the live agent ends it (TERM first).
@@ -796,9 +796,7 @@ class Simulator:
         The cyclic garbage collector is paused meanwhile: a run makes next to no
         reference cycles, and collections would rescan its many live objects."""
         loop = self.loop
-        paused = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             steps = 0
             while True:
                 if until is not None:
@@ -813,9 +811,6 @@ class Simulator:
                     steps += 1
                     if steps % 4096 == 0:
                         progress(loop.now)
-        finally:
-            if paused:
-                gc.enable()
         if until is not None and loop.now < until and loop.next_time() is None:
             loop.now = until
 
