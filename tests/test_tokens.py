@@ -217,11 +217,11 @@ def test_a_return_waits_for_the_running_session(tmp_path: Path) -> None:
         ctl = await controller(tmp_path)
         await supply.tokens_step(ctl, "vcs", "borrow_requested", 1)
         await supply.tokens_step(ctl, "vcs", "granted", 1)
-        ctl.busy = True  # as while a session runs
+        ctl.reading()  # as while a session runs
         waiting = asyncio.create_task(supply.tokens_step(ctl, "vcs", "return_requested", 1))
         await asyncio.sleep(0.05)
         assert not waiting.done() and ctl.tokens.of("vcs").returning == 0
-        ctl.busy = False
+        ctl.done_reading()  # wakes the waiting step (an event, no polling)
         assert (await waiting).returning == 1
         await stop(ctl)
 

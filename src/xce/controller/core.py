@@ -161,6 +161,8 @@ class Controller:
         self.records = RecordBook()  # provisioning requests and their instances
         self.journal: Journal | None = None
         self.busy = False  # a session (or snapshot) reads the scheduler state
+        self._quiet = asyncio.Event()  # set while none does and every fact is applied
+        self._quiet.set()
         # scheduler events that arrived while a session (or snapshot) read the state
         self.backlog: list[tuple[float, SchedulerEvent]] = []
         self.launchable: set[int] = set()  # jobs whose start is durable
@@ -287,13 +289,13 @@ class Controller:
         if self.busy:
             return None
         now = self.clock()
-        self.busy = True
+        self.reading()
         try:
             result, reasons = await asyncio.get_running_loop().run_in_executor(
                 self._executor, _session, self.state, now
             )
         finally:
-            self.busy = False
+            backlog = self.done_reading()
         self.sessions += 1
         self.failure_cache_hits = self.state.failure_cache_hits
         self.last_result = result
@@ -303,11 +305,7 @@ class Controller:
             self.recorder.session(now, result)
         stale_jobs: set[int] = set()
         stale_hosts: set[str] = set()
-        backlog, self.backlog = self.backlog, []
-        for time, event in backlog:
-            self.state.apply(event)
-            if self.recorder is not None:
-                self.recorder.event(time, event)
+        for _time, event in backlog:
             _touched(event, stale_jobs, stale_hosts)
         started: list[JobStarted] = []
         for decision in result.dispatch:
@@ -343,6 +341,30 @@ class Controller:
             await self.snapshot()
         return result
 
+    def reading(self) -> None:
+        """A session or snapshot starts reading the scheduler state off the loop: facts
+        wait in the backlog until it is done."""
+        self.busy = True
+        self._quiet.clear()
+
+    def done_reading(self) -> list[tuple[float, SchedulerEvent]]:
+        """The state is no longer read: the facts that waited are applied (and
+        returned), and whoever waits for a quiet state is woken."""
+        self.busy = False
+        backlog, self.backlog = self.backlog, []
+        for time, event in backlog:
+            self.state.apply(event)
+            if self.recorder is not None:
+                self.recorder.event(time, event)
+        self._quiet.set()
+        return backlog
+
+    async def quiet(self) -> None:
+        """Wait until no session or snapshot reads the scheduler state and every fact
+        is applied to it (woken by done_reading, no polling)."""
+        while self.busy:
+            await self._quiet.wait()
+
     def _started_durable(self, durable: asyncio.Future[int], jobs: list[int]) -> None:
         """Dispatches on disk: their agents may now be told to start them."""
         if not durable.cancelled() and durable.exception() is None:
@@ -370,19 +392,14 @@ class Controller:
         # The state and the view reflect exactly the facts queued so far; facts that
         # arrive while the state is read wait in the backlog and follow the snapshot.
         seq = self.journal.queued_seq
-        self.busy = True
+        self.reading()
         try:
             events = await asyncio.get_running_loop().run_in_executor(
                 self._executor, state_events, self.state
             )
             durable = self.journal.snapshot(seq, events, extra)
         finally:
-            self.busy = False
-        backlog, self.backlog = self.backlog, []
-        for time, event in backlog:
-            self.state.apply(event)
-            if self.recorder is not None:
-                self.recorder.event(time, event)
+            self.done_reading()
         self._facts_since_snapshot = 0
         await durable
 

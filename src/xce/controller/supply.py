@@ -15,13 +15,13 @@ A refused request raises ApiProblem and logs nothing.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterable
 
 from xce.controller.auth import Identity
 from xce.controller.core import ApiProblem, Controller
-from xce.controller.tokens import EPSILON, STEPS
+from xce.controller.tokens import STEPS
+from xce.model.amounts import EPSILON
 from xce.model.api import (
     CatalogInfo,
     CatalogRequest,
@@ -36,7 +36,6 @@ from xce.sched.state import SchedulerState
 
 log = logging.getLogger("xce.controller.supply")
 
-QUIET_POLL = 0.005  # seconds between looks at whether a session still runs
 LIFT = -1  # SupplyChanged: a negative allowance or headroom lifts the runtime value
 
 
@@ -108,15 +107,6 @@ def resources(ctl: Controller) -> ResourceList:
     return ResourceList([pool_info(ctl, p) for pools in ctl.state.pools.values() for p in pools])
 
 
-async def _quiet(ctl: Controller) -> None:
-    """Wait until no session (or snapshot) reads the scheduler state and every fact
-    is applied to it. A session that started before a return must not hand out the
-    returned tokens; one that starts after it sees the smaller total. The caller then
-    checks and logs without awaiting in between (no session can start meanwhile)."""
-    while ctl.busy or ctl.backlog:
-        await asyncio.sleep(QUIET_POLL)
-
-
 def step_facts(ctl: Controller, pool: PoolRecord, step: str, amount: float,
                now: float) -> list[Event]:
     """The facts of one step: the ledger's record and the scheduler's new values."""
@@ -154,7 +144,10 @@ async def tokens_step(ctl: Controller, key: str, step: str, amount: float) -> Po
     return_requested), once durable; the pool afterwards."""
     if step not in STEPS or step == "returned":
         raise ApiProblem(400, f"step {step!r} cannot be asked for")
-    await _quiet(ctl)
+    # A session that started before a return must not hand out the returned tokens;
+    # one that starts after it sees the smaller total. Checked and logged with no
+    # await in between (no session can start meanwhile).
+    await ctl.quiet()
     pool = _countable(ctl.state, key, missing=404)
     why = ctl.tokens.refusal(pool.label, step, amount)
     if why is None and step == "borrow_requested":
@@ -170,7 +163,7 @@ async def tokens_step(ctl: Controller, key: str, step: str, amount: float) -> Po
 async def settle_returns(ctl: Controller) -> None:
     """Complete the returns whose tokens are free: the pool's tokens in use fit within
     its total (base + borrowed). Called after every watch round."""
-    if ctl.busy or ctl.backlog or ctl.journal is None:
+    if ctl.busy or ctl.journal is None:
         return  # the scheduler state lags the facts: next round
     now = ctl.clock()
     facts: list[Event] = []
@@ -218,7 +211,7 @@ def catalog(ctl: Controller) -> CatalogInfo:
 async def set_catalog(ctl: Controller, request: CatalogRequest) -> CatalogInfo:
     """Set (or lift, with null) runtime allowances, lead times and headrooms; one fact
     for all."""
-    await _quiet(ctl)
+    await ctl.quiet()
     state = ctl.state
     for name in [*request.allowance, *request.lead_time]:
         if name not in state.templates:
