@@ -17,6 +17,7 @@ from xce.controller.auth import Identity
 from xce.controller.core import Controller
 from xce.controller.store import SqliteStore
 from xce.model.api import SubmitRequest
+from xce.model.recording import Recorder, SessionRecord, read_recording
 from xce.sched import SchedulerState
 
 CONFIG = """\
@@ -110,5 +111,38 @@ def test_provisioning_records_survive_a_snapshot_and_recovery(tmp_path: Path) ->
         assert sorted(again.records.requests) == ["r1"]
         await again.close()
         again.store.close()
+
+    asyncio.run(test())
+
+
+def test_a_fact_during_a_session_follows_it_in_the_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session did not see a submission that arrived while it ran: the recording
+    (a replay's input) has the session first, then the submission."""
+    quick = core._session
+
+    def slowly(state: SchedulerState, now: float) -> object:
+        time.sleep(0.3)  # the event loop takes a submission meanwhile
+        return quick(state, now)
+
+    monkeypatch.setattr(core, "_session", slowly)
+    recording = tmp_path / "rec.jsonl"
+
+    async def test() -> None:
+        ctl = Controller(load_config_text(CONFIG), SqliteStore(tmp_path / "xce.db"),
+                         recorder=Recorder(recording, source="live"))
+        await ctl.start()
+        session = asyncio.create_task(ctl.run_session())
+        await asyncio.sleep(0.05)
+        assert ctl.busy  # the session reads the state
+        during, _ = await ctl.submit(ADMIN, SubmitRequest(["true"]))
+        await session
+        await ctl.close()
+        ctl.store.close()
+        kinds = [("session" if isinstance(item, SessionRecord) else type(item).__name__)
+                 for _line, _t, item in read_recording(recording)]
+        assert kinds[-2:] == ["session", "JobSubmitted"], kinds
+        assert during in ctl.state.pending
 
     asyncio.run(test())

@@ -294,15 +294,17 @@ class Controller:
             result, reasons = await asyncio.get_running_loop().run_in_executor(
                 self._executor, _session, self.state, now
             )
-        finally:
-            backlog = self.done_reading()
+        except BaseException:
+            self.done_reading()
+            raise
+        if self.recorder is not None:  # (before the facts that waited: it did not see them)
+            self.recorder.session(now, result)
+        backlog = self.done_reading()
         self.sessions += 1
         self.failure_cache_hits = self.state.failure_cache_hits
         self.last_result = result
         self._reasons = reasons
         self._reservations = {found.job: found for found in result.reservations}
-        if self.recorder is not None:
-            self.recorder.session(now, result)
         stale_jobs: set[int] = set()
         stale_hosts: set[str] = set()
         for _time, event in backlog:
