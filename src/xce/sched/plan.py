@@ -151,6 +151,9 @@ class Plan:
         # that at the start, nowhere else). Read instead of profiles by holdback and
         # undisturbed (hot in EASY simulations).
         self._claims: dict[int, int] | None = None
+        # held_slots' last count: for whose hosts, at which capacity version and
+        # number of changes, and the count.
+        self._held: tuple[Eligible, int, int, int] | None = None
 
     # ------------------------------------------------------------------ updates
     def _deltas(self, per_slot: tuple[tuple[str, float], ...], slots: int) -> tuple[float, ...]:
@@ -308,6 +311,31 @@ class Plan:
                 held.append((index, max(0, slots), res))
         return held
 
+    def held_slots(self, bucket: Bucket) -> int:
+        """The free slots that a job of `bucket` must leave alone to start now (what
+        holdback finds, summed). With one booking on slots alone, counted once per
+        change of the capacity or the plan (hot in EASY simulations: every job behind
+        the reservation asks, and few start)."""
+        claims = self._claims
+        if claims is None:
+            return sum([slots for _index, slots, _res in self.holdback(bucket)])
+        if self.now + bucket.window <= self.bookings[0].start:
+            return 0
+        elig = bucket.eligible
+        assert isinstance(elig, Eligible)
+        memo = self._held
+        version, changes = self.cap.version, len(self.changes)
+        if memo is not None and memo[0] is elig and memo[1] == version and memo[2] == changes:
+            return memo[3]
+        free_slots, open_free, usable = self.cap.free_slots, self.cap.open_free, elig.open
+        total = 0
+        for index in open_free if len(open_free) < len(claims) else list(claims):
+            free = free_slots[index]
+            if free > 0 and index in usable and index in claims:
+                total += max(0, min(free, claims[index]))
+        self._held = (elig, version, changes, total)
+        return total
+
     def undisturbed(self, bucket: Bucket, placed: dict[int, int]) -> bool:
         """Whether a placement found on the free capacity is the one found without
         what reservations hold: none of its hosts is held back within the job's
@@ -357,33 +385,24 @@ class Plan:
         none. `place=False`, for a plain bucket (slots alone) on a plan without
         bookings, where free slots that add up always place: the start, no hosts.
 
-        Change points are swept in time order with the free slots of the eligible
-        hosts summed as they go: a point is tried (a placement on the capacity that
-        stays free over the window) only where that sum, and for a job on one host a
-        host whose capacity just rose, leave room for it. (Hot in EASY simulations:
-        one sweep a session, written out.)"""
+        Change points are swept in time order, summing the eligible hosts' free slots:
+        a point is tried (a placement on what stays free over the window) only where
+        that sum, and for a job on one host a host whose capacity just rose, leave room
+        for it. (Hot in EASY simulations: one sweep a session, written out.)"""
         elig = bucket.eligible
         assert isinstance(elig, Eligible)
         hosts = elig.open
         if not hosts:
             return None
-        fit = self._fit
-        if (
-            fit is not None and place and fit[0] is bucket and until == math.inf
-            and fit[4] == self.cap.version and fit[5] == len(self.changes)
-        ):  # nothing changed since it was found to fit then: place it there
-            found = self._place_at(bucket, hosts, fit[2], fit[3], fit[1])
-            assert found is not None
-            self._found = (fit[1], found, fit[2])
-            return fit[1], found
-        free_slots, open_free = self.cap.free_slots, self.cap.open_free
+        if place and until == math.inf:
+            fit = self._fit_again(bucket, hosts)
+            if fit is not None:  # (found to fit, nothing changed since: placed there)
+                return fit
+        free_slots = self.cap.free_slots
         width = len(self.res)
         gain: dict[int, int] = {}  # host -> slots freed by the time swept to
         gain_res: dict[int, list[float]] = {}  # ... and consumables (when there are any)
-        total = 0  # free slots of the eligible hosts then (free now: open with a slot)
-        for index in open_free if len(open_free) < len(hosts) else hosts:
-            if index in hosts:
-                total += free_slots[index]
+        total = self._free_slots_now(hosts)  # free slots of the eligible hosts by then
         single, n = bucket.single, bucket.n
         ends, changes = self.state.ends, self.changes
         now, soon = self.now, self.now + 1.0
@@ -438,6 +457,32 @@ class Plan:
                 self._found = (time, found, gain)
                 return time, found
         return None
+
+    def _fit_again(
+        self, bucket: Bucket, hosts: set[int]
+    ) -> tuple[float, dict[int, int]] | None:
+        """Where `find` puts a job of `bucket` that it found to fit (without placing)
+        when nothing has changed since: the start found then, and the hosts placed
+        there; None if there is no such fit."""
+        fit = self._fit
+        if (
+            fit is None or fit[0] is not bucket
+            or fit[4] != self.cap.version or fit[5] != len(self.changes)
+        ):
+            return None
+        found = self._place_at(bucket, hosts, fit[2], fit[3], fit[1])
+        assert found is not None
+        self._found = (fit[1], found, fit[2])
+        return fit[1], found
+
+    def _free_slots_now(self, hosts: set[int]) -> int:
+        """The free slots of `hosts` now (of those open with a free slot)."""
+        free_slots, open_free = self.cap.free_slots, self.cap.open_free
+        total = 0
+        for index in open_free if len(open_free) < len(hosts) else hosts:
+            if index in hosts:
+                total += free_slots[index]
+        return total
 
     def _gain_res(
         self, gain_res: dict[int, list[float]], index: int,

@@ -426,22 +426,26 @@ class RealPass:
         on the free capacity (a job that does not fit there fails as ever), then, if
         reservations hold some of it within the job's window, without that."""
         evaluator = self.evaluator
-        outcome = evaluator.evaluate(bucket)
-        if isinstance(outcome, Failure):
-            return outcome
+        cands = evaluator.quick_failure(bucket)
+        if isinstance(cands, Failure):
+            return cands
         unplaced = self._unplaced
         if unplaced is not None and self.now + bucket.window <= unplaced[2]:
-            return outcome  # it ends before the only reservation starts
+            return evaluator.place_on(bucket, cands)  # it ends before the only reservation
+        if bucket.plain and self.trace is None and self._delays(bucket, cands):
+            # Slots alone, no pend reasons: the free slots of its hosts, less what is
+            # held back of them, do not add up; known before placing it (hot in EASY
+            # simulations: most jobs behind a reservation fail so).
+            return Failure(RESOURCE, "reservation", "Would delay a reservation")
+        outcome = evaluator.place_on(bucket, cands)
+        if isinstance(outcome, Failure):
+            return outcome
         plan = self.ensure_plan()  # (the unplaced reservation placed: a job may start)
         if plan.undisturbed(bucket, outcome[0]):
             return outcome
         held = plan.holdback(bucket)
         if not held:
             return outcome
-        if bucket.plain and self.trace is None and self._short_after(bucket, held):
-            # Slots alone: what is left once held back does not add up (no need to
-            # lower the capacity and evaluate again; hot in EASY simulations).
-            return Failure(RESOURCE, "reservation", "Would delay a reservation")
         self.cap.hold_back(held, -1)
         lowered = evaluator.evaluate(bucket)
         self.cap.hold_back(held, +1)
@@ -457,15 +461,12 @@ class RealPass:
             return Failure(RESOURCE, "reservation", reason, detail)
         return lowered
 
-    def _short_after(self, bucket: Bucket, held: list[tuple[int, int, tuple[float, ...]]]) -> bool:
-        """Whether the free slots of the bucket's candidates, less what `held` holds
-        back on them, are fewer than its jobs need."""
-        cands = self.evaluator.candidates(bucket)
-        assert not isinstance(cands, Failure) and isinstance(bucket.eligible, Eligible)
-        left = self.evaluator.free_on(bucket.eligible, cands)
-        for _index, slots, _res in held:
-            left -= slots
-        return left < bucket.n
+    def _delays(self, bucket: Bucket, cands: list[int]) -> bool:
+        """Whether the free slots of the bucket's candidates, less what reservations
+        hold back of them within its window, are fewer than its jobs need."""
+        assert isinstance(bucket.eligible, Eligible)
+        free = self.evaluator.free_on(bucket.eligible, cands)
+        return free - self.ensure_plan().held_slots(bucket) < bucket.n
 
     def _reserve(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
         """Give a job that failed on capacity its reservation: the earliest start at

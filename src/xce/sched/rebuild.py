@@ -28,9 +28,19 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
 
     Last, the recent use history of countable pools (which decides when borrowed
     tokens count as idle) is restored as it was."""
-    config = state.config
-    events: list[SchedulerEvent] = [ConfigLoaded(config=config)]
-    static = {h.name for h in config.hosts}
+    events: list[SchedulerEvent] = [ConfigLoaded(config=state.config)]
+    events.extend(_host_events(state))
+    events.extend(_running_job_events(state))
+    events.extend(_queued_job_events(state))
+    events.extend(_supply_events(state))
+    events.extend(_pool_history_events(state))
+    return events
+
+
+def _host_events(state: SchedulerState) -> list[SchedulerEvent]:
+    """The hosts that are not static, and static hosts that changed state or left."""
+    static = {h.name for h in state.config.hosts}
+    events: list[SchedulerEvent] = []
     for host in state.hosts:
         if host is None:
             continue
@@ -47,6 +57,12 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
             )
         )
     events.extend(HostRemoved(name=name) for name in sorted(static - set(state.host_by_name)))
+    return events
+
+
+def _running_job_events(state: SchedulerState) -> list[SchedulerEvent]:
+    """The running jobs, by start: each submitted, then started on its hosts and pools."""
+    events: list[SchedulerEvent] = []
     for run in sorted(state.running.values(), key=lambda r: (r.start, r.key)):
         events.append(JobSubmitted(job=run.spec))
         if run.spec.hold:
@@ -58,14 +74,29 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
             hosts[host.name] = slots
         pools = {res: pool.name for res, pool in run.pools.items()}
         events.append(JobStarted(job=run.spec.id, hosts=hosts, time=run.start, pools=pools))
+    return events
+
+
+def _queued_job_events(state: SchedulerState) -> list[SchedulerEvent]:
+    """The pending and held jobs in scheduling order, each submitted (and held or
+    released where that differs from its spec)."""
+    events: list[SchedulerEvent] = []
     queued = sorted([*state.pending.values(), *state.held.values()], key=lambda j: j.key)
     for job in queued:
         events.append(JobSubmitted(job=job.spec))
         held = job.bucket is None
         if held != job.spec.hold:
             events.append(JobHeld(job=job.id, held=held))
-    configured = {(p.resource, p.pool): p.total for pools in config.shared.values()
+    return events
+
+
+def _supply_events(state: SchedulerState) -> list[SchedulerEvent]:
+    """The pool totals that differ from the configuration's, then the supply facts
+    (hosts and tokens in flight, borrowed tokens, headroom, allowances, lead times),
+    if there are any."""
+    configured = {(p.resource, p.pool): p.total for pools in state.config.shared.values()
                   for p in pools}
+    events: list[SchedulerEvent] = []
     tokens_in_flight: dict[str, float] = {}
     borrowed: dict[str, float] = {}
     headroom: dict[str, float] = {}
@@ -93,10 +124,14 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
                 lead_time=dict(state.lead_times),
             )
         )
-    for records in state.pools.values():
-        for record in records:
-            if record.countable is not None:
-                events.append(
-                    PoolHistoryRestored(pool=record.label, history=list(record.history))
-                )
     return events
+
+
+def _pool_history_events(state: SchedulerState) -> list[SchedulerEvent]:
+    """The recent use history of each countable pool."""
+    return [
+        PoolHistoryRestored(pool=record.label, history=list(record.history))
+        for records in state.pools.values()
+        for record in records
+        if record.countable is not None
+    ]

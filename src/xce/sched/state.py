@@ -248,6 +248,25 @@ class SchedulerState:
         self.config = config
         self._valid_res = set()
         self.queues = {q.name: q for q in config.queues}
+        self._load_templates(config)
+        self._limit_refs_cache = {}
+        self._clear_hosts(config)
+        self._load_pools(config)
+        self._keep_supply(config)
+        self.limit_used = [{} for _ in config.limits]
+        self.pending, self.held, self.buckets, self.running = {}, {}, {}, {}
+        self.ends = []
+        self._bucket_cache = {}
+        self._submitted = {}
+        self._restore_hosts(config, states, provisioned)
+        self._restore_jobs(queued, running)
+        self.idle_in_order, self._idle_latest = True, -math.inf
+        for record in self.idle_provisioned.values():
+            self._went_idle(record)
+        self._hosts_changed()
+
+    def _load_templates(self, config: ClusterConfig) -> None:
+        """The catalog's templates: by name, by (rank, name), and their idle times."""
         self.templates = {t.name: t for t in config.catalog.templates}
         self.ranked = tuple(sorted(config.catalog.templates, key=lambda t: (t.rank, t.name)))
         self.idle_times = {
@@ -255,7 +274,9 @@ class SchedulerState:
             for t in config.catalog.templates
         }
         self.one_idle_time = len({config.catalog.idle_time, *self.idle_times.values()}) == 1
-        self._limit_refs_cache = {}
+
+    def _clear_hosts(self, config: ClusterConfig) -> None:
+        """No hosts: every per-host index empty, a column for each host consumable."""
         self.virtual = {}
         self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
         self.names, self.name_order = [], []
@@ -265,9 +286,12 @@ class SchedulerState:
         self.free_res = {
             name: [] for name, r in config.resources.items() if r.consumable and not r.shared
         }
+
+    def _load_pools(self, config: ClusterConfig) -> None:
+        """The shared resources' pools, with the countables that apply to them."""
         countables = {(c.resource, c.pool): c for c in config.catalog.countables}
         # Tokens borrowed or asked for stay with a pool that stays (a changed
-        # configuration does not give them back); `used` is rebuilt below.
+        # configuration does not give them back); `used` is rebuilt as jobs restart.
         before = {(p.resource, p.name): p for pools in self.pools.values() for p in pools}
         self.pools = {
             res: [
@@ -292,17 +316,22 @@ class SchedulerState:
         self.countable_pools = tuple(
             pool for pools in self.pools.values() for pool in pools if pool.countable is not None
         )
+
+    def _keep_supply(self, config: ClusterConfig) -> None:
+        """The supply facts (hosts in flight, when requested, lead times) of the
+        templates that stay."""
         self.in_flight = {
             name: count for name, count in self.in_flight.items()
             if any(t.name == name for t in config.catalog.templates)
         }
         self.requested = {n: t for n, t in self.requested.items() if n in self.in_flight}
         self.lead_times = {n: t for n, t in self.lead_times.items() if n in self.templates}
-        self.limit_used = [{} for _ in config.limits]
-        self.pending, self.held, self.buckets, self.running = {}, {}, {}, {}
-        self.ends = []
-        self._bucket_cache = {}
-        self._submitted = {}
+
+    def _restore_hosts(
+        self, config: ClusterConfig, states: dict[str, str], provisioned: list[HostRecord]
+    ) -> None:
+        """Add the configured static hosts (in their kept `states`, else "ok"), then
+        the `provisioned` ones kept from before, as they were."""
         for spec in config.hosts:
             self._add_host_record(
                 spec.name, spec.slots, spec.type, spec.model, spec.resources, None,
@@ -314,16 +343,16 @@ class SchedulerState:
                 host.template, host.state, host.joined,
             )
             record.idle_since = host.idle_since
+
+    def _restore_jobs(self, queued: list[PendingJob], running: list[RunningJob]) -> None:
+        """Submit the `queued` jobs again (held ones held), then the `running` ones,
+        started again where they ran."""
         for job in queued:
             self._submit(job.spec, hold=job.bucket is None)
         for run in running:
             self._submit(run.spec)
             names = {self._host_at(i).name: n for i, n in run.hosts.items()}
             self._start(run.spec.id, names, {r: p.name for r, p in run.pools.items()}, run.start)
-        self.idle_in_order, self._idle_latest = True, -math.inf
-        for record in self.idle_provisioned.values():
-            self._went_idle(record)
-        self._hosts_changed()
 
     def _went_idle(self, host: HostRecord) -> None:
         """`host` was just added at the end of idle_provisioned."""

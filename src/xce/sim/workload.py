@@ -207,6 +207,14 @@ def _parse_swf(text: str, filename: str, name: str) -> Workload:
             filename, _first_nonblank_line(text),
             "not an SWF file: no job record and no '; Key: value' header line",
         )
+    return _swf_workload(name, jobs, reasons, header)
+
+
+def _swf_workload(
+    name: str, jobs: list[WorkloadJob], reasons: dict[str, int], header: dict[str, str]
+) -> Workload:
+    """The workload of the parsed SWF records: jobs sorted, the earliest at time 0;
+    skipped records by reason; the sizes the header gives."""
     jobs.sort(key=_job_order)
     if jobs and jobs[0].submit != 0:  # a record earlier than the first one: shift again
         shift = jobs[0].submit
