@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from xce.config.fields import MapReader, Place, as_list, describe
-from xce.config.resources import read_resource_values
+from xce.config.fields import MapReader, Place, as_entries, describe
+from xce.config.hosts import read_host_shape
 from xce.model.cluster import Catalog, Countable, HostTemplate, ResourceDef, SharedPool
 
 _CATALOG_KEYS = ("idle_time", "max_jobs_per_session", "templates", "countables")
@@ -54,16 +54,10 @@ def _read_templates(
 ) -> tuple[HostTemplate, ...]:
     templates: list[HostTemplate] = []
     names: set[str] = set()
-    for item, item_place in as_list(value, place):
-        entry = MapReader(item, item_place, _TEMPLATE_KEYS)
+    for entry in as_entries(value, place, _TEMPLATE_KEYS):
         name = entry.unique_text("name", names, "template")
         provider = entry.text("provider")
-        slots = entry.integer("slots", minimum=1)
-        host_type = entry.text("type", "X86_64")
-        model = entry.text("model", "", nonempty=False)
-        values = {}
-        if (resources_section := entry.section("resources")) is not None:
-            values = read_resource_values(*resources_section, resources)
+        slots, host_type, model, values = read_host_shape(entry, resources, min_slots=1)
         templates.append(
             HostTemplate(
                 name=name,
@@ -89,8 +83,7 @@ def _read_countables(
 ) -> tuple[Countable, ...]:
     countables: list[Countable] = []
     seen: set[tuple[str, str]] = set()
-    for item, item_place in as_list(value, place):
-        entry = MapReader(item, item_place, _COUNTABLE_KEYS)
+    for entry in as_entries(value, place, _COUNTABLE_KEYS):
         resource = entry.text("resource")
         resource_place = entry.value_place("resource")
         if resource not in resources:

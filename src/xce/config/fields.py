@@ -233,6 +233,18 @@ def as_list(value: object, place: Place) -> list[tuple[object, Place]]:
     return items
 
 
+def as_entries(
+    value: object, place: Place, allowed: Iterable[str], *, empty: str | None = None
+) -> Iterator[MapReader]:
+    """The items of a list section, each a mapping of the `allowed` keys (checked as
+    it is reached, in order). `empty`: the complaint about an empty list (None: an
+    empty list is fine)."""
+    items = as_list(value, place)
+    if not items and empty is not None:
+        place.fail(empty)
+    return (MapReader(item, item_place, allowed) for item, item_place in items)
+
+
 def show_number(number: float) -> str:
     """A number as a user wrote it: 3600 for 3600.0, 0.5 as is."""
     return str(int(number)) if number == int(number) else str(number)

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from xce.config.fields import Place, as_list, as_text
+from xce.config.fields import MapReader, Place, as_list, as_text
 from xce.config.hostnames import expand_hostnames
 
 ALL_HOSTS = "all"
 TEMPLATE_PREFIX = "template:"
+
+
+def read_entry_hosts(entry: MapReader, static_hosts: Collection[str]) -> tuple[str, ...] | None:
+    """The `hosts:` list of a queue or pool entry; None when it has none (every host)."""
+    if "hosts" not in entry:
+        return None
+    return read_host_patterns(entry.get("hosts"), entry.value_place("hosts"), static_hosts)
 
 
 def read_host_patterns(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from xce.config.fields import MapReader, Place, as_list, as_text
+from xce.config.fields import MapReader, Place, as_entries, as_text
 from xce.config.host_patterns import ALL_HOSTS, TEMPLATE_PREFIX
 from xce.config.hostnames import expand_hostnames
 from xce.config.resources import read_resource_values
-from xce.model.cluster import HostSpec, ResourceDef
+from xce.model.cluster import HostSpec, ResourceDef, ResourceValue
 
 _HOST_KEYS = ("name", "slots", "type", "model", "resources")
 
@@ -21,16 +21,10 @@ def read_hosts(
     """
     hosts: list[HostSpec] = []
     seen: set[str] = set()
-    for item, item_place in as_list(value, place):
-        entry = MapReader(item, item_place, _HOST_KEYS)
+    for entry in as_entries(value, place, _HOST_KEYS):
         pattern, name_place = entry.required("name")
         names = _expand(as_text(pattern, name_place), name_place)
-        slots = entry.integer("slots", minimum=0)
-        host_type = entry.text("type", "X86_64")
-        model = entry.text("model", "", nonempty=False)
-        values = {}
-        if (section := entry.section("resources")) is not None:
-            values = read_resource_values(*section, resources)
+        slots, host_type, model, values = read_host_shape(entry, resources, min_slots=0)
         for name in names:
             if name in seen:
                 name_place.fail(f"duplicate host {name!r}")
@@ -41,6 +35,20 @@ def read_hosts(
                 )
             )
     return tuple(hosts)
+
+
+def read_host_shape(
+    entry: MapReader, resources: dict[str, ResourceDef], *, min_slots: int
+) -> tuple[int, str, str, dict[str, ResourceValue]]:
+    """The `slots`, `type`, `model` and `resources` of a static host entry or of a
+    template, read in that order."""
+    slots = entry.integer("slots", minimum=min_slots)
+    host_type = entry.text("type", "X86_64")
+    model = entry.text("model", "", nonempty=False)
+    values: dict[str, ResourceValue] = {}
+    if (section := entry.section("resources")) is not None:
+        values = read_resource_values(*section, resources)
+    return slots, host_type, model, values
 
 
 def _expand(pattern: str, place: Place) -> list[str]:

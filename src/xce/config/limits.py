@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Literal
 
-from xce.config.fields import MapReader, Place, as_list, as_text, describe
+from xce.config.fields import MapReader, Place, as_entries, as_list, as_text, describe
 from xce.model.cluster import Limit
 
 EACH = "each"
@@ -16,8 +16,7 @@ def read_limits(value: object, place: Place, queue_names: Collection[str]) -> tu
     """Validate `limits:`: unique names, slots and/or jobs, users and queues dimensions."""
     limits: list[Limit] = []
     names: set[str] = set()
-    for item, item_place in as_list(value, place):
-        entry = MapReader(item, item_place, _LIMIT_KEYS)
+    for entry in as_entries(value, place, _LIMIT_KEYS):
         name = entry.unique_text("name", names, "limit")
         slots = entry.optional_integer("slots", minimum=0)
         jobs = entry.optional_integer("jobs", minimum=0)

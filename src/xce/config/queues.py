@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from xce.config.fields import MapReader, Place, as_list, show_number
-from xce.config.host_patterns import read_host_patterns
+from xce.config.fields import MapReader, Place, as_entries, show_number
+from xce.config.host_patterns import read_entry_hosts
 from xce.model.cluster import Queue
 
 _QUEUE_KEYS = (
@@ -15,18 +15,14 @@ _QUEUE_KEYS = (
 
 def read_queues(value: object, place: Place, static_hosts: Collection[str]) -> tuple[Queue, ...]:
     """Validate `queues:` (at least one queue, unique names) in config order."""
-    items = as_list(value, place)
-    if not items:
-        place.fail("needs at least one queue (omit queues: for the default queue)")
+    entries = as_entries(value, place, _QUEUE_KEYS,
+                         empty="needs at least one queue (omit queues: for the default queue)")
     queues: list[Queue] = []
     names: set[str] = set()
-    for item, item_place in items:
-        entry = MapReader(item, item_place, _QUEUE_KEYS)
+    for entry in entries:
         name = entry.unique_text("name", names, "queue")
         priority = entry.integer("priority", 0)
-        hosts = None
-        if "hosts" in entry:
-            hosts = read_host_patterns(entry.get("hosts"), entry.value_place("hosts"), static_hosts)
+        hosts = read_entry_hosts(entry, static_hosts)
         requeue = entry.flag("requeue_on_host_loss", True)
         run_limit, max_run_limit = _run_limits(entry)
         queues.append(

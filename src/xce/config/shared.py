@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from xce.config.fields import MapReader, Place, as_list, describe
-from xce.config.host_patterns import read_host_patterns
+from xce.config.fields import MapReader, Place, as_entries, describe
+from xce.config.host_patterns import read_entry_hosts
 from xce.model.cluster import ResourceDef, SharedPool
 
 DEFAULT_POOL = "default"
@@ -51,17 +51,12 @@ def _read_pools(
         return (SharedPool(resource=resource, pool=DEFAULT_POOL, total=total),)
     if not isinstance(value, list):
         place.fail(f"expected a mapping {{total: N}} or a list of pools, got {describe(value)}")
-    items = as_list(value, place)
-    if not items:
-        place.fail("needs at least one pool")
+    entries = as_entries(value, place, _POOL_KEYS, empty="needs at least one pool")
     pools: list[SharedPool] = []
     names: set[str] = set()
-    for item, item_place in items:
-        entry = MapReader(item, item_place, _POOL_KEYS)
+    for entry in entries:
         name = entry.unique_text("pool", names, "pool")
         total = entry.number("total", minimum=0)
-        hosts = None
-        if "hosts" in entry:
-            hosts = read_host_patterns(entry.get("hosts"), entry.value_place("hosts"), static_hosts)
+        hosts = read_entry_hosts(entry, static_hosts)
         pools.append(SharedPool(resource=resource, pool=name, total=total, hosts=hosts))
     return tuple(pools)

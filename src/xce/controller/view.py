@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 import msgspec
 
-from xce.model.cluster import ClusterConfig, ResourceValue
+from xce.model.cluster import ClusterConfig, HostShape, ResourceValue
 from xce.model.events import (
     ConfigLoaded,
     Event,
@@ -87,22 +87,14 @@ class HostView:
         "version",
     )
 
-    def __init__(
-        self,
-        name: str,
-        slots: int,
-        type_: str,
-        model: str,
-        resources: dict[str, ResourceValue],
-        template: str | None,
-        state: str,
-        static: bool,
-    ) -> None:
-        self.name = name
-        self.slots = slots
-        self.type = type_
-        self.model = model
-        self.resources = resources
+    def __init__(self, shape: HostShape, template: str | None, state: str,
+                 static: bool) -> None:
+        """A host of `shape` (a static host's spec, or the fact of a host joining)."""
+        self.name = shape.name
+        self.slots = shape.slots
+        self.type = shape.type
+        self.model = shape.model
+        self.resources: dict[str, ResourceValue] = dict(shape.resources)
         self.template = template
         self.state = state
         self.static = static
@@ -163,10 +155,7 @@ class ClusterView:
                 if job.state in (PEND, PSUSP):
                     job.state = PSUSP if held else PEND
             case HostAdded():
-                host = HostView(
-                    event.name, event.slots, event.type, event.model, dict(event.resources),
-                    event.template, event.state, static=False,
-                )
+                host = HostView(event, event.template, event.state, static=False)
                 host.provider, host.joined = event.provider, event.time
                 expected = self.expected.pop(event.name, None)
                 if expected is not None:
@@ -208,10 +197,7 @@ class ClusterView:
         self.config = config
         for spec in config.hosts:
             if spec.name not in self.hosts:
-                self.hosts[spec.name] = HostView(
-                    spec.name, spec.slots, spec.type, spec.model, dict(spec.resources),
-                    None, "ok", static=True,
-                )
+                self.hosts[spec.name] = HostView(spec, None, "ok", static=True)
 
     def _job(self, job_id: int) -> JobRecord:
         job = self.jobs[job_id]

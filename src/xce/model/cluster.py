@@ -20,14 +20,19 @@ class ResourceDef(msgspec.Struct, frozen=True):
     shared: bool = False
 
 
-class HostSpec(msgspec.Struct, frozen=True):
-    """A static host from the `hosts:` section (name ranges already expanded)."""
+class HostShape(msgspec.Struct, frozen=True):
+    """A named host and what jobs can use of it: the first fields, in this order, of
+    a static host, a template a provider offers and a host joining (`HostAdded`)."""
 
     name: str
     slots: int
     type: str = "X86_64"
     model: str = ""
     resources: dict[str, ResourceValue] = {}
+
+
+class HostSpec(HostShape, frozen=True):
+    """A static host from the `hosts:` section (name ranges already expanded)."""
 
 
 class SharedPool(msgspec.Struct, frozen=True):

@@ -15,7 +15,7 @@ from typing import Final, TypeGuard, get_args
 
 import msgspec
 
-from xce.model.cluster import ClusterConfig, ResourceValue
+from xce.model.cluster import ClusterConfig, HostShape
 from xce.model.jobs import JobSpec
 
 HostState = str  # ok, closed, unreach, unavail, expected, failed, decommissioned
@@ -65,15 +65,10 @@ class JobHeld(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     held: bool = True
 
 
-class HostAdded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+class HostAdded(HostShape, frozen=True, tag=True, tag_field="event"):
     """A host that is not in the static configuration (a provisioned host), or a
     static host coming back after removal."""
 
-    name: str
-    slots: int
-    type: str = "X86_64"
-    model: str = ""
-    resources: dict[str, ResourceValue] = {}
     template: str | None = None
     state: HostState = "ok"
     time: float = 0

@@ -85,32 +85,38 @@ class PendGroup:
         return [member.id for member in self.members]
 
 
-class HostDemand(msgspec.Struct, frozen=True):
+class HostCount(msgspec.Struct, frozen=True):
+    """A number of hosts of a template: the first fields of the demand's host entries
+    (new hosts wanted, hosts in flight that no job needs)."""
+
     template: str
     count: int
+
+
+class TokenAmount(msgspec.Struct, frozen=True):
+    """An amount of tokens of a pool, `resource` its key ("vcs", "hspice/cloud"): the
+    first fields of the token entries of the demand and of the idle supply."""
+
+    resource: str
+    amount: float
+
+
+class HostDemand(HostCount, frozen=True):
     in_flight_used: int
     jobs: list[int]
 
 
-class ResourceDemand(msgspec.Struct, frozen=True):
-    resource: str
-    amount: float
+class ResourceDemand(TokenAmount, frozen=True):
     in_flight_used: float
     jobs: list[int]
 
 
-class SurplusHosts(msgspec.Struct, frozen=True):
+class SurplusHosts(HostCount, frozen=True):
     """In-flight hosts of a template that no pending job needs."""
 
-    template: str
-    count: int
 
-
-class SurplusTokens(msgspec.Struct, frozen=True):
+class SurplusTokens(TokenAmount, frozen=True):
     """Tokens in flight that no pending job needs."""
-
-    resource: str
-    amount: float
 
 
 class Demand(msgspec.Struct, frozen=True):
@@ -126,9 +132,8 @@ class IdleHost(msgspec.Struct, frozen=True):
     idle_for: float
 
 
-class IdleResource(msgspec.Struct, frozen=True):
-    resource: str
-    amount: float
+class IdleResource(TokenAmount, frozen=True):
+    """Borrowed tokens of a pool unused for at least its idle time."""
 
 
 class Idle(msgspec.Struct, frozen=True):

@@ -10,26 +10,23 @@ pools. Every refusal is a `ProviderError` whose `kind` tells the caller how to r
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
-from typing import Literal, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal, Protocol, TypeVar
 
 import msgspec
 
-from xce.model.cluster import ResourceValue
+from xce.model.cluster import HostShape
 
 ErrorKind = Literal["capacity", "request", "unavailable"]
 InstanceState = Literal["running", "gone"]
+T = TypeVar("T")
 
 
-class TemplateOffer(msgspec.Struct, frozen=True):
+class TemplateOffer(HostShape, frozen=True):
     """A host template as its provider offers it."""
 
-    name: str
-    slots: int
-    type: str = "X86_64"
-    model: str = ""
-    resources: dict[str, ResourceValue] = {}
     max: int = 0  # most instances of the template at once
     lead_time: float = 0.0  # typical seconds from request to a joined host
     cost_per_hour: float | None = None  # None: unknown
@@ -84,6 +81,32 @@ def grant_names(hosts: Sequence[HostGrant]) -> list[str]:
     if len(set(names)) != len(names):
         raise ProviderError("request", f"a host is named twice in {', '.join(names)}")
     return names
+
+
+def offered_template(templates: Mapping[str, T], name: str, refusal: str, listed: str) -> T:
+    """`templates[name]`; else a `request` ProviderError: `refusal` and the templates
+    served, in their order (`listed` names them: "its templates")."""
+    found = templates.get(name)
+    if found is None:
+        raise _not_served(refusal, listed, templates)
+    return found
+
+
+def lent_pool(pools: Mapping[str, T], pool: str, amount: float, refusal: str,
+              listed: str) -> T:
+    """`pools[pool]`, once `amount` is known to be a number of tokens above 0; else a
+    `request` ProviderError (for an unknown pool: `refusal` and the pools served,
+    sorted, `listed` naming them: "its pools")."""
+    found = pools.get(pool)
+    if found is None:
+        raise _not_served(refusal, listed, sorted(pools))
+    if not math.isfinite(amount) or amount <= 0:
+        raise ProviderError("request", f"the amount must be a number above 0, not {amount:g}")
+    return found
+
+
+def _not_served(refusal: str, listed: str, served: Iterable[str]) -> ProviderError:
+    return ProviderError("request", f"{refusal} ({listed}: {', '.join(served) or 'none'})")
 
 
 class ProviderError(Exception):

@@ -3,29 +3,34 @@ and the pend reason when one is reached."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from xce.model.cluster import Limit
 
 
 def limit_key(limit: Limit, user: str, queue: str) -> tuple[str, str] | None:
     """The counter of `limit` that a job of `user` in `queue` uses, or None if the
     limit does not apply to it."""
-    if limit.users is None:
-        user_part = ""
-    elif limit.users == "each":
-        user_part = user
-    elif user in limit.users:
-        user_part = ""
-    else:
+    user_part = _counter_part(limit.users, user)
+    if user_part is None:
         return None
-    if limit.queues is None:
-        queue_part = ""
-    elif limit.queues == "each":
-        queue_part = queue
-    elif queue in limit.queues:
-        queue_part = ""
-    else:
+    queue_part = _counter_part(limit.queues, queue)
+    if queue_part is None:
         return None
     return (user_part, queue_part)
+
+
+def _counter_part(dimension: Literal["each"] | tuple[str, ...] | None, name: str) -> str | None:
+    """A job's part of the counter along one dimension of a limit (users or queues):
+    "" when the dimension is not one or the job's `name` is among those counted
+    together, `name` for one counter each, None when the limit does not apply."""
+    if dimension is None:
+        return ""
+    if dimension == "each":
+        return name
+    if name in dimension:
+        return ""
+    return None
 
 
 def limit_reason(limit: Limit, what: str) -> str:

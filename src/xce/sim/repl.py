@@ -350,20 +350,16 @@ class Repl:
             self.say(f"no demand in the {where}")
             return
         self.say(f"demand of the {where}:")
-        if demand.hosts:
-            table = _table("Hosts", "TEMPLATE", "NEW", "IN FLIGHT USED", "JOBS",
-                           right=("NEW", "IN FLIGHT USED"))
-            for h in demand.hosts:
-                table.add_row(h.template, str(h.count), str(h.in_flight_used),
-                              _short_ranges(h.jobs))
-            self.console.print(table)
-        if demand.resources:
-            table = _table("Tokens", "POOL", "AMOUNT", "IN FLIGHT USED", "JOBS",
-                           right=("AMOUNT", "IN FLIGHT USED"))
-            for r in demand.resources:
-                table.add_row(r.resource, _num(r.amount), _num(r.in_flight_used),
-                              _short_ranges(r.jobs))
-            self.console.print(table)
+        self._print_table(
+            _table("Hosts", "TEMPLATE", "NEW", "IN FLIGHT USED", "JOBS",
+                   right=("NEW", "IN FLIGHT USED")),
+            [(h.template, str(h.count), str(h.in_flight_used), _short_ranges(h.jobs))
+             for h in demand.hosts])
+        self._print_table(
+            _table("Tokens", "POOL", "AMOUNT", "IN FLIGHT USED", "JOBS",
+                   right=("AMOUNT", "IN FLIGHT USED")),
+            [(r.resource, _num(r.amount), _num(r.in_flight_used), _short_ranges(r.jobs))
+             for r in demand.resources])
         for s in demand.surplus_hosts:
             self.say(f"surplus: {s.count} in-flight hosts of {s.template} that no job needs")
         for t in demand.surplus_tokens:
@@ -385,10 +381,14 @@ class Repl:
                 table.add_row(h.host, h.template, f"{_num(h.idle_for)} s")
             self.console.print(table)
             self._more(len(idle.hosts), "idle hosts")
-        if idle.resources:
-            table = _table("Tokens", "POOL", "IDLE TOKENS", right=("IDLE TOKENS",))
-            for r in idle.resources:
-                table.add_row(r.resource, _num(r.amount))
+        self._print_table(_table("Tokens", "POOL", "IDLE TOKENS", right=("IDLE TOKENS",)),
+                          [(r.resource, _num(r.amount)) for r in idle.resources])
+
+    def _print_table(self, table: Table, rows: list[tuple[str, ...]]) -> None:
+        """`table` with these rows, printed; nothing when there is no row."""
+        if rows:
+            for row in rows:
+                table.add_row(*row)
             self.console.print(table)
 
     def _more(self, total: int, what: str) -> None:

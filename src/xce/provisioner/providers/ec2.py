@@ -46,6 +46,7 @@ from xce.provisioner.provider import (
     ProviderError,
     TemplateOffer,
     grant_names,
+    offered_template,
 )
 from xce.provisioner.registry import ProviderContext
 
@@ -170,12 +171,8 @@ class Ec2Provider:
         return sorted(listed, key=lambda i: (i.started, i.id))
 
     def _template(self, name: str) -> Ec2Template:
-        found = self.templates.get(name)
-        if found is None:
-            served = ", ".join(self.templates) or "none"
-            raise ProviderError("request", f"template {name}: not a template of provider "
-                                f"{self.config.provider} (its templates: {served})")
-        return found
+        return offered_template(self.templates, name, f"template {name}: not a template "
+                                f"of provider {self.config.provider}", "its templates")
 
     def _run(self, request_id: str, template: Ec2Template, grant: HostGrant) -> Instance:
         config = self.config

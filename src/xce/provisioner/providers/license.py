@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import threading
 import urllib.error
 import urllib.request
@@ -41,6 +40,7 @@ from xce.provisioner.provider import (
     Instance,
     PoolOffer,
     ProviderError,
+    lent_pool,
 )
 from xce.provisioner.registry import ProviderContext
 
@@ -210,15 +210,8 @@ class LicenseProvider:
                 return
 
     def _feature(self, pool: str, amount: float) -> str:
-        feature = self.config.pools.get(pool)
-        if feature is None:
-            served = ", ".join(sorted(self.config.pools)) or "none"
-            raise ProviderError("request", f"pool {pool}: not lent by provider "
-                                f"{self.config.provider} (its pools: {served})")
-        if not math.isfinite(amount) or amount <= 0:
-            raise ProviderError("request", f"the amount must be a number above 0, "
-                                f"not {amount:g}")
-        return feature
+        return lent_pool(self.config.pools, pool, amount, f"pool {pool}: not lent by "
+                         f"provider {self.config.provider}", "its pools")
 
     # ------------------------------------------------------------ HTTP
     def _call(self, method: str, path: str, body: Any, kind: type[T]) -> T:

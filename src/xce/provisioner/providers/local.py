@@ -3,7 +3,6 @@ that joins as an expected host; and local token pools (docs/providers.md)."""
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import subprocess
@@ -26,6 +25,8 @@ from xce.provisioner.provider import (
     ProviderError,
     TemplateOffer,
     grant_names,
+    lent_pool,
+    offered_template,
 )
 from xce.provisioner.providers.local_files import InstanceRecord, LocalFiles
 from xce.provisioner.providers.processes import Process, find, spawn, stop_groups
@@ -144,12 +145,8 @@ class LocalProvider:
         return sorted(listed, key=lambda i: (i.started, i.id))
 
     def _template(self, name: str) -> HostTemplate:
-        shape = self.templates.get(name)
-        if shape is None:
-            served = ", ".join(self.templates) or "none"
-            raise ProviderError("request", f"template {name}: not a local template "
-                                f"(local templates: {served})")
-        return shape
+        return offered_template(self.templates, name, f"template {name}: not a local "
+                                "template", "local templates")
 
     def _start(self, request_id: str, shape: HostTemplate, grant: HostGrant) -> InstanceRecord:
         command = _xce_command()
@@ -231,15 +228,8 @@ class LocalProvider:
 
     def _pool_size(self, pool: str, amount: float) -> float:
         """The pool's size, once the pool and the amount are known to be valid."""
-        size = self.config.pools.get(pool)
-        if size is None:
-            served = ", ".join(sorted(self.config.pools)) or "none"
-            raise ProviderError("request", f"pool {pool}: not a local pool "
-                                f"(local pools: {served})")
-        if not math.isfinite(amount) or amount <= 0:
-            raise ProviderError("request", f"the amount must be a number above 0, "
-                                f"not {amount:g}")
-        return size
+        return lent_pool(self.config.pools, pool, amount, f"pool {pool}: not a local pool",
+                         "local pools")
 
 
 def _instance_id(host: str) -> str:

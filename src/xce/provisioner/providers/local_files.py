@@ -36,11 +36,29 @@ class InstanceRecord(msgspec.Struct, frozen=True):
     started: float  # epoch seconds
 
 
-class LocalFiles:
+class LockedDirectory:
+    """A provider's work directory, changed one process at a time under `root/lock`
+    (the local provider's and the script provider's)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the directory's lock (one change at a time, across processes)."""
+        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
+class LocalFiles(LockedDirectory):
     """The files of one work directory, which serves one cluster only."""
 
     def __init__(self, root: Path, cluster: str) -> None:
-        self.root = root
+        super().__init__(root)
         self.instance_dir = root / "instances"
         self.instance_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._pools = root / "pools.json"
@@ -55,16 +73,6 @@ class LocalFiles:
         if owner != cluster:
             raise ProviderError(
                 "request", f"{self.root} holds the instances of cluster {owner}, not {cluster}")
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the directory's lock (one change at a time, across processes)."""
-        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
 
     def records(self) -> dict[str, InstanceRecord]:
         """Every instance record, by instance id."""

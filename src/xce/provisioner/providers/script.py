@@ -20,7 +20,6 @@ reports, else in order. The request ids and that mapping are kept in
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import math
@@ -29,7 +28,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -50,8 +49,10 @@ from xce.provisioner.provider import (
     ProviderError,
     TemplateOffer,
     grant_names,
+    offered_template,
 )
 from xce.provisioner.providers.local import PRIVATE_ENV
+from xce.provisioner.providers.local_files import LockedDirectory
 from xce.provisioner.registry import ProviderContext
 
 log = logging.getLogger("xce.provisioner.script")
@@ -125,11 +126,11 @@ class Machine(msgspec.Struct, frozen=True):
     message: str
 
 
-class ScriptFiles:
+class ScriptFiles(LockedDirectory):
     """`WORK/<provider>/`: state.json, its lock, and io/ (the scripts' input files)."""
 
     def __init__(self, root: Path, cluster: str) -> None:
-        self.root = root
+        super().__init__(root)
         self.cluster = cluster
         self.io = root / "io"
         self.io.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -138,16 +139,6 @@ class ScriptFiles:
             if not self._state.exists():
                 self.save(ScriptState(cluster))
             self.load()  # another cluster's directory is refused at once
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the directory's lock (one change at a time, across processes)."""
-        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
 
     def load(self) -> ScriptState:
         try:
@@ -581,12 +572,8 @@ class ScriptProvider:
         return f"{self.name}-{host}"
 
     def _template_id(self, template: str) -> str:
-        template_id = self.template_ids.get(template)
-        if template_id is None:
-            served = ", ".join(self.template_ids) or "none"
-            raise ProviderError("request", f"template {template}: not a template of provider "
-                                f"{self.name} (its templates: {served})")
-        return template_id
+        return offered_template(self.template_ids, template, f"template {template}: not a "
+                                f"template of provider {self.name}", "its templates")
 
 
 def from_spec(spec: ProviderSpec, context: ProviderContext) -> ScriptProvider:
