@@ -21,8 +21,6 @@ a request, an instance vanished from the provider's inventory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import msgspec
 
 from xce.controller.lifecycle import RECLAIMED
@@ -216,11 +214,6 @@ class RecordBook:
         return facts
 
     # ------------------------------------------------------------------ queries
-    def open_instances(self, provider: str) -> Iterator[InstanceRecord]:
-        for instance in self.instances.values():
-            if instance.provider == provider and instance.state not in INSTANCE_FINAL:
-                yield instance
-
     def snapshot(self) -> tuple[list[RequestRecord], list[InstanceRecord]]:
         return list(self.requests.values()), list(self.instances.values())
 

@@ -1,8 +1,7 @@
 """The controller's view of jobs and hosts, built from the same facts as the scheduler
-state: what the API shows and what decisions are checked against.
-
-Each job and host carries a `version`, bumped by every fact about it, so that a
-scheduling decision taken on an older version can be recognised as stale and dropped.
+state: what the API shows and what decisions are checked against (a session's
+dispatch is dropped when a fact about its job or hosts arrived while the session ran:
+Controller.run_session, from the facts that waited in its backlog).
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ class JobRecord(msgspec.Struct):
     exit_code: int | None = None
     signal: int | None = None
     exit_reason: str = ""
-    version: int = 0
 
 
 class ExpectedHost(msgspec.Struct):
@@ -84,7 +82,6 @@ class HostView:
         "token_sha256",
         "type",
         "unreach_since",
-        "version",
     )
 
     def __init__(self, shape: HostShape, template: str | None, state: str,
@@ -107,7 +104,6 @@ class HostView:
         self.jobs: dict[int, int] = {}  # job -> slots here
         self.last_heartbeat: float | None = None
         self.unreach_since: float | None = None
-        self.version = 0
 
     @property
     def used(self) -> int:
@@ -135,7 +131,7 @@ class ClusterView:
             case JobSubmitted(job=spec):
                 self._add(JobRecord(spec, PSUSP if spec.hold else PEND))
             case JobStarted(job=job_id, hosts=hosts, time=start):
-                job = self._job(job_id)
+                job = self.jobs[job_id]
                 job.state, job.start_time, job.hosts = RUN, start, dict(hosts)
                 for name, slots in hosts.items():
                     self.hosts[name].jobs[job_id] = slots
@@ -151,7 +147,7 @@ class ClusterView:
                 job = self._end(job_id, None)
                 job.state, job.start_time, job.hosts = PEND, None, {}
             case JobHeld(job=job_id, held=held):
-                job = self._job(job_id)
+                job = self.jobs[job_id]
                 if job.state in (PEND, PSUSP):
                     job.state = PSUSP if held else PEND
             case HostAdded():
@@ -172,7 +168,6 @@ class ClusterView:
                 if state in ("unreach", "lost") and host.state in ("ok", "closed"):
                     host.resume = (host.state, host.reason)
                 host.state, host.reason = state, reason
-                host.version += 1
             case HostExpected():
                 self.expected[event.name] = ExpectedHost(
                     event.name, event.template, event.provider, event.request,
@@ -186,8 +181,7 @@ class ClusterView:
                     self.expected[name].state = state
                     self.expected[name].reason = reason
             case HostRemoved(name=name):
-                host = self.hosts.pop(name)
-                host.version += 1
+                del self.hosts[name]
             case ConfigLoaded(config=config):
                 self._load(config)
             case _:
@@ -199,13 +193,8 @@ class ClusterView:
             if spec.name not in self.hosts:
                 self.hosts[spec.name] = HostView(spec, None, "ok", static=True)
 
-    def _job(self, job_id: int) -> JobRecord:
-        job = self.jobs[job_id]
-        job.version += 1
-        return job
-
     def _end(self, job_id: int, end: float | None) -> JobRecord:
-        job = self._job(job_id)
+        job = self.jobs[job_id]
         for name in job.hosts:
             host = self.hosts.get(name)
             if host is not None:
