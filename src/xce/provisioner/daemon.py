@@ -47,7 +47,8 @@ from xce.policy import (
 from xce.policy.actions import CancelHosts
 from xce.provisioner.client import ControllerClient, ControllerRefused
 from xce.provisioner.leadtime import LeadTimes
-from xce.provisioner.provider import HostGrant, Instance, Provider, ProviderError
+from xce.provisioner.provider import HostGrant, Provider, ProviderError
+from xce.provisioner.reconcile import Reconciler
 from xce.provisioner.round import policy_input
 from xce.provisioner.status import (
     Decision,
@@ -78,7 +79,6 @@ class Provisioner:
         orphan_grace: float = 30.0,
         join_deadline: float = 600.0,
     ) -> None:
-        self.orphan_grace = orphan_grace  # s before an unknown instance is released
         self.join_deadline = join_deadline  # s a requested host has to join
         self.status_file = status_file
         self.client = ControllerClient(url, token)
@@ -90,15 +90,13 @@ class Provisioner:
         self.lease_ttl = lease_ttl
         self.clock = clock
         self.memory = PolicyMemory()
-        self._watch: dict[str, str] = {}  # host -> template: instances on their way
-        self._noticed: set[str] = set()  # hosts closed on a reclaim notice
         self.decisions: deque[Decision] = deque(maxlen=200)
         self._failures: list[str] = []  # templates whose requests failed this round
         self._backed_off: set[str] = set()  # templates the policy backed off
         self.tokens = TokenLending(self.client, config, self.providers, self._note)
+        self.inventory = Reconciler(self.client, self.providers, clock, orphan_grace,
+                                    self._note)
         self.lead_times = LeadTimes()  # request-to-join observations per template
-        # provider -> its open requests as the controller answered this round (JSON)
-        self._open: dict[str, list[dict[str, Any]]] = {}
         self._made: list[dict[str, Any]] = []  # requests made this round (JSON)
         self._session_time: float | None = None  # of the session whose demand is acted on
 
@@ -130,7 +128,7 @@ class Provisioner:
         joined: list[str] = []
         for provider in sorted(leased):
             try:
-                came, failed = await self._reconcile(provider)
+                came, failed = await self.inventory.reconcile(provider)
             except ProviderError as err:  # its inventory is unknown: leave it this round
                 log.warning("provider %s: cannot list its instances: %s", provider, err)
                 leased.discard(provider)
@@ -147,7 +145,7 @@ class Provisioner:
         idle = (await self._call("GET", "/idle")).get("idle")
         hosts = (await self._call("GET", "/hosts"))["hosts"]
         requested = {r["request"]: float(r["created"])
-                     for p in sorted(leased) for r in self._open.get(p, [])}
+                     for p in sorted(leased) for r in self.inventory.open.get(p, [])}
         self.lead_times.observe_hosts(hosts, requested, templates)
         now = self.clock()
         inp = policy_input(now, demand, idle, hosts, templates, self._failures, joined)
@@ -173,9 +171,9 @@ class Provisioner:
         made, self._made = self._made, []
         if self.status_file is None:
             return
-        answers = [r for p in leased for r in self._open.get(p, [])]
+        answers = [r for p in leased for r in self.inventory.open.get(p, [])]
         status = Status(self.name, now, {p: self.fences[p] for p in leased},
-                        sorted(self._watch), list(self.decisions),
+                        sorted(self.inventory.watch), list(self.decisions),
                         open_requests([*answers, *made]))
         write_status(self.status_file, status)
 
@@ -235,103 +233,6 @@ class Provisioner:
                 if lead_time:
                     update["lead_time"] = lead_time
                 await self._call("POST", "/catalog", update, provider=provider)
-
-    async def _reconcile(self, provider: str) -> tuple[list[str], list[str]]:
-        """Match the controller's records of a provider with its inventory, every round
-        (so also at start and at takeover, when the previous owner may have died
-        mid-request); the templates whose hosts joined, and those whose requests failed,
-        since the last round (for the policy).
-
-        * an instance of the provider that no open record knows is released once it is
-          older than the orphan grace (nothing leaks);
-        * a request still `requested` (its owner stopped before the provider answered):
-          instances the provider has are accepted, the others cancelled;
-        * a record whose instance vanished is lost: its expected host fails (a failed
-          request), or its joined host is lost as reclaimed (its jobs requeued);
-        * a `releasing` record (decommissioned, or past its join deadline) has its
-          instance released and its host removed.
-        """
-        source = self.providers[provider]
-        inventory = await asyncio.to_thread(source.instances)
-        answer = await self._call("GET", f"/requests?provider={quote(provider)}")
-        self._open[provider] = answer["requests"]
-        records = [i for r in answer["requests"] for i in r["instances"]]
-        live = {i.host: i for i in inventory if i.state == "running"}
-        known = {i["host"] for i in records if i["state"] not in ("released", "lost")}
-        now = self.clock()
-        for instance in inventory:
-            if (instance.state == "running" and instance.host not in known
-                    and now - instance.started >= self.orphan_grace):
-                await asyncio.to_thread(source.release, [instance.id])
-                self._note("Reconcile", instance.host or instance.id,
-                           "an instance no record knows", "released")
-        joined: list[str] = []
-        failed: list[str] = []
-        for request in answer["requests"]:
-            await self._adopt(provider, request, live)
-        for record in records:
-            host, state, template = record["host"], record["state"], record["template"]
-            if state == "requested":  # settled by _adopt above
-                continue
-            was_running = self._watch.pop(host, None) is not None
-            if state == "running" and host not in live:
-                await self._call("POST", f"/instances/{quote(host)}/vanished",
-                                 {"reason": "its instance is gone from the provider"},
-                                 provider=provider)
-                self._note("Reconcile", host, "its instance is gone before it joined", "lost")
-                failed.append(template)
-            elif state == "running":
-                self._watch[host] = template
-            elif state in ("joined", "draining") and host not in live:
-                # lost as reclaimed (its jobs requeued), then gone from the cluster
-                await self._call("POST", f"/instances/{quote(host)}/vanished",
-                                 {"reason": "its instance is gone from the provider"},
-                                 provider=provider)
-                await self._call("POST", f"/hosts/{quote(host)}/decommission",
-                                 provider=provider)
-                await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
-                self._note("Reconcile", host, "its instance is gone", "lost, removed")
-            elif state in ("joined", "draining") and was_running:
-                joined.append(template)
-            notice = live[host].reclaim_at if host in live else None
-            if state == "joined" and notice is not None and host not in self._noticed:
-                # taken back soon, the provider says: no new work (closed_Recl); its
-                # jobs run on until the instance is gone, then are requeued
-                await self._call("POST", f"/hosts/{quote(host)}/close?reason=reclaim",
-                                 provider=provider)
-                self._noticed.add(host)
-                when = wallclock.strftime("%H:%M:%S", wallclock.localtime(notice))
-                self._note("Reconcile", host, f"the provider takes it back at {when}",
-                           "closed")
-            if state == "releasing":
-                if was_running:  # it was on its way: its join deadline passed
-                    failed.append(template)
-                if host in live:
-                    await asyncio.to_thread(source.release, [live[host].id])
-                await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
-                self._note("Release", host, record["reason"], "released")
-        return joined, failed
-
-    async def _adopt(self, provider: str, request: dict[str, Any],
-                     live: Mapping[str, Instance]) -> None:
-        """Instances still `requested` at the start of a round belong to a request its
-        owner did not see through (it died between recording and the provider's
-        answer): those the provider started are accepted, the rest cancelled."""
-        waiting = [i["host"] for i in request["instances"] if i["state"] == "requested"]
-        if not waiting:
-            return
-        rid = request["request"]
-        started = {host: live[host].id for host in waiting if host in live}
-        if started:
-            await self._call("POST", f"/requests/{quote(rid)}/accepted",
-                             {"instances": started}, provider=provider)
-            self._watch.update({host: request["template"] for host in started})
-        for host in waiting:
-            if host not in started:
-                await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
-        self._note("Reconcile", rid, "a request its owner did not see through",
-                   f"{len(started)} instance(s) adopted, "
-                   f"{len(waiting) - len(started)} cancelled")
 
     def _note(self, action: str, detail: str, reason: str, outcome: str,
               jobs: Sequence[int] = ()) -> None:
@@ -405,7 +306,7 @@ class Provisioner:
         self._made.append(await self._call(
             "POST", f"/requests/{quote(rid)}/accepted",
             {"instances": {i.host: i.id for i in started}}, provider=provider))
-        self._watch.update({g.name: template for g in grants})
+        self.inventory.watch.update({g.name: template for g in grants})
         return f"requested {', '.join(g.name for g in grants)} ({rid})"
 
     async def _cancel_hosts(self, template: str, count: int,
@@ -422,7 +323,7 @@ class Provisioner:
         more, so releasing its instance loses nothing; should the provider fail to
         release it, reconciliation releases it as an instance no open record knows."""
         provider = self._template_provider(template)
-        chosen = cancel_candidates(hosts, self._open.get(provider, []), template,
+        chosen = cancel_candidates(hosts, self.inventory.open.get(provider, []), template,
                                    self._session_time)[:count]
         if not chosen:
             return "nothing to cancel: no host of it is in flight"
@@ -447,7 +348,7 @@ class Provisioner:
                 kept.append(f"{name} ({err})")  # not ours now (lease lost?): no more
                 break
             cancelled.append(name)
-            self._watch.pop(name, None)
+            self.inventory.watch.pop(name, None)
         outcome = f"cancelled {', '.join(cancelled)}" if cancelled else "none cancelled"
         if cancelled:
             try:
