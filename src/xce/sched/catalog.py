@@ -6,125 +6,30 @@ virtual supply: hosts of templates (in flight first, then hosts already opened t
 session, then new ones, templates by rank) and tokens that are in flight or could be
 borrowed (headroom). What a job is placed on stays reserved for the rest of the
 session, so later jobs see less: demand respects job order and nothing is counted
-twice. Virtual hosts are packed first-fit.
+twice. Virtual hosts are packed first-fit (sched/first_fit.py).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from typing import Final
 
-from xce.model.cluster import HostTemplate
 from xce.model.result import SortKey, TraceEntry
 from xce.sched import placement
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
-from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.capacity import Capacity
 from xce.sched.eligibility import reach
-from xce.sched.holds import ElasticHolds, JoinedHold, empty_room
-from xce.sched.hosts import HostRecord, template_allowed
+from xce.sched.failure import Failure, Settled
+from xce.sched.first_fit import FirstFit
+from xce.sched.holds import ElasticHolds, JoinedHold
+from xce.sched.hosts import template_allowed
 from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
-from xce.sched.realpass import Evaluator, Failure, Settled
-from xce.sched.reasons import LIMIT, RESOURCE, clock, on_hosts, span
+from xce.sched.realpass import Evaluator
+from xce.sched.reasons import LIMIT, RESOURCE
+from xce.sched.served import SERVED, ServedOnReal
 from xce.sched.state import SchedulerState
-
-
-class TemplateSupply:
-    """One template's virtual hosts in this session."""
-
-    __slots__ = (
-        "_no_more",
-        "allowance",
-        "arrival",
-        "arrivals",
-        "empty",
-        "expected",
-        "free_total",
-        "frontier",
-        "hosts",
-        "in_flight",
-        "in_flight_total",
-        "index",
-        "jobs",
-        "lead",
-        "new",
-        "resources",
-        "template",
-    )
-
-    def __init__(
-        self,
-        index: int,
-        template: HostTemplate,
-        in_flight: int,
-        allowance: int,
-        virtual: tuple[HostRecord, dict[str, float]],
-        arrivals: list[float],
-        lead: float,
-    ) -> None:
-        self.index = index  # position in rank order
-        self.template = template
-        self.expected: set[int] = set()  # capacity indices of the in-flight hosts
-        self.free_total = 0  # free slots on this template's virtual hosts
-        self.frontier = 0  # hosts[:frontier] have no free slot left
-        self.in_flight = in_flight  # expected hosts not opened yet this session
-        self.in_flight_total = in_flight
-        self.allowance = allowance  # new hosts that may still be opened
-        self.hosts: list[int] = []  # capacity indices, in the order they are tried
-        self.new = 0  # new hosts opened
-        self.arrivals = arrivals  # when each in-flight host is expected, earliest first
-        self.lead = lead  # how long a new host takes to join
-        self.arrival: dict[int, float] = {}  # opened host -> when it is expected
-
-        self.jobs: list[int] = []
-        self.empty, self.resources = virtual
-        self._no_more: Failure | None = None
-
-    @property
-    def no_more(self) -> Failure:
-        """Why the template cannot take more jobs (made once per session)."""
-        if self._no_more is None:
-            self._no_more = _no_more_hosts(self.template)
-        return self._no_more
-
-
-class TokenSupply:
-    """Tokens of one pool that are in flight or could be borrowed."""
-
-    __slots__ = ("from_headroom", "from_in_flight", "headroom", "in_flight", "jobs", "pool")
-
-    def __init__(self, pool: PoolRecord) -> None:
-        self.pool = pool
-        self.in_flight = pool.tokens_in_flight
-        self.headroom = pool.available_headroom()
-        self.from_in_flight = 0.0
-        self.from_headroom = 0.0
-        self.jobs: list[int] = []
-
-
-class TokenUse:
-    """Tokens one job takes from a pool: `short` of them are not there yet."""
-
-    __slots__ = ("amount", "from_headroom", "from_in_flight", "pool", "supply")
-
-    def __init__(
-        self,
-        pool: PoolRecord,
-        supply: TokenSupply | None,
-        amount: float,
-        from_in_flight: float = 0.0,
-        from_headroom: float = 0.0,
-    ) -> None:
-        self.pool = pool
-        self.supply = supply
-        self.amount = amount
-        self.from_in_flight = from_in_flight
-        self.from_headroom = from_headroom
-
-    @property
-    def short(self) -> float:
-        return self.from_in_flight + self.from_headroom
+from xce.sched.tokens import TokenSupply, TokenUse, cover
+from xce.sched.virtual import TemplateSupply, static_verdict, virtual_host
 
 
 class Placed:
@@ -145,9 +50,6 @@ class Placed:
 
 
 Outcome = Placed | Failure | None  # None: nothing provisionable could help
-
-# The check of a job the plan starts on real capacity before new hosts could join.
-SERVED: Final = "plan"
 
 
 class StaticFit:
@@ -202,7 +104,9 @@ class CatalogPass:
         self.state = state
         self.now = now
         self.holds = holds
-        self.planner = planner if state.ends else None  # (no planned end: no earlier start)
+        self.on_real = (  # (no planned end: no earlier start)
+            ServedOnReal(state, planner, now) if planner is not None and state.ends else None
+        )
         self.cap = cap
         self.evaluator = evaluator
         self.trace = trace
@@ -214,7 +118,7 @@ class CatalogPass:
             allowance = state.new_hosts_allowed(template)
             virtual = state.virtual.get(name)
             if virtual is None:
-                virtual = state.virtual[name] = _virtual_host(template)
+                virtual = state.virtual[name] = virtual_host(template)
             self.templates.append(
                 TemplateSupply(
                     position, template, in_flight, allowance, virtual,
@@ -230,19 +134,13 @@ class CatalogPass:
         # True while each settled bucket has one outcome for all its jobs: no job was
         # placed or held at a limit on its own.
         self.one_each = True
-        # First-fit state is shared by buckets of one shape (slots, per-slot
-        # consumables, span): whether a host can take such a job does not depend on
-        # the queue, user or select.
-        self._cursor: dict[tuple[tuple[tuple[str, float], ...], int, int], int] = {}
+        self.first_fit = FirstFit(cap, now)
         self._trace_of: dict[Bucket, list[tuple[int, int]]] = {}  # runs of trace indices
         self._usable: dict[Bucket, list[TemplateSupply]] = {}
-        self._usable_fns: dict[tuple[tuple[str, float], ...], Callable[[int], int]] = {}
         # (shape, template) -> number of opened hosts that could not hold that shape
         self._no_room: dict[tuple[object, int], int] = {}
         self._dead: set[tuple[object, int]] = set()  # (shape, template) that never fit
         self._limit_noted: set[tuple[Bucket, str]] = set()
-        self._free_by: dict[float, int] = {}  # time -> free slots by then at most
-        self._served_slots = 0  # slots of jobs booked on real capacity (_served)
 
     # ------------------------------------------------------------------ driver
     def run(self, settled: list[Settled]) -> list[tuple[Settled, list[PendingJob], Outcome]]:
@@ -362,8 +260,8 @@ class CatalogPass:
         hold = self.holds.held.get(job.id) if self.holds is not None else None
         if hold is not None:
             return self._on_template(s, job, self._by_name[hold.template.name], True, hold)
-        if self.planner is not None and not bucket.shared:
-            served = self._served(bucket, job, usable)
+        if self.on_real is not None and not bucket.shared:
+            served = self.on_real.served(bucket, job, usable)
             if served is not None:
                 return served
         n = bucket.n
@@ -398,52 +296,6 @@ class CatalogPass:
             self._note(s, job, failed.check, failed.detail)
         return failures[0]
 
-    def _served(
-        self, bucket: Bucket, job: PendingJob, usable: list[TemplateSupply]
-    ) -> Failure | None:
-        """Nothing is bought that would arrive too late: a job the plan starts on real
-        capacity no later than new hosts of a template it may use could join is
-        booked there and asks for nothing (ARCHITECTURE.md section 2a, "Elastic")."""
-        now = self.now
-        joins = now + min([supply.lead for supply in usable])
-        assert self.planner is not None
-        plan = self.planner()
-        if self._slots_by(joins, plan) < bucket.n:  # (cheap: not that many slots by then)
-            return None
-        found = plan.find(bucket, joins)
-        if found is None:
-            return None
-        start, hosts = found
-        booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
-        self._served_slots += bucket.n
-        return Failure(
-            RESOURCE, SERVED,
-            f"Expected to start at {clock(start)} (in {span(start - now)}) on "
-            f"{on_hosts(booked.hosts)}, no later than new hosts could join: nothing "
-            "requested",
-        )
-
-    def _slots_by(self, time: float, plan: Plan) -> int:
-        """At most how many slots are free by `time`: free now plus those of running
-        jobs planned to end by then, less those of jobs served so far."""
-        found = self._free_by.get(time)
-        if found is None:
-            state = self.state
-            free = state.free_slots
-            found = 0
-            for index in state.open_free:
-                found += free[index]
-            now, planned = self.now, plan.planned
-            for end, _job, run in state.ends:
-                if planned(end) > time:
-                    if end > now:
-                        break  # (sorted by end: the rest end later still)
-                    continue
-                for slots in run.hosts.values():
-                    found += slots
-            self._free_by[time] = found
-        return found - self._served_slots
-
     def _usable_templates(self, s: Settled, job: PendingJob) -> list[TemplateSupply]:
         """The templates whose hosts could ever take the bucket's jobs; the others are
         traced (with `job`, the first job tried this session) in rank order."""
@@ -474,53 +326,10 @@ class CatalogPass:
         fit = bucket.fits
         if fit is None:
             fit = bucket.fits = StaticFit(
-                bucket, [self._static_fit(bucket, t) for t in self.templates]
+                bucket, [static_verdict(self.state, bucket, t) for t in self.templates]
             )
         assert isinstance(fit, StaticFit)
         return fit
-
-    def _static_fit(self, bucket: Bucket, supply: TemplateSupply) -> tuple[Failure | None, int]:
-        template = supply.template
-        verdict: Failure | None = None
-        select = bucket.req.select
-        room = empty_room(supply.template, bucket.per_slot)
-        if not template_allowed(bucket.queue.hosts, template.name):
-            verdict = Failure(
-                RESOURCE, "queue", f"queue {bucket.queue.name} may not use template {template.name}"
-            )
-        elif select is not None and not select(supply.empty.attrs):
-            verdict = Failure(
-                RESOURCE, "select", f"select[{select.text}] does not match template {template.name}"
-            )
-        else:
-            need = bucket.unit
-            per_host = bucket.n if need == bucket.n else (
-                room if bucket.req.span_ptile is None else need
-            )
-            if room < need:
-                verdict = Failure(
-                    RESOURCE, "shape",
-                    f"template {template.name} holds {room} such slots per host, "
-                    f"the job needs {need} on one host",
-                )
-            elif math.ceil(bucket.n / per_host) > template.max:
-                verdict = Failure(
-                    RESOURCE, "shape",
-                    f"template {template.name} would need {math.ceil(bucket.n / per_host)} "
-                    f"hosts for the job, max {template.max}",
-                )
-            else:
-                for res, _amount in bucket.shared:
-                    if not any(
-                        p.hosts is None or template_allowed(p.hosts, template.name)
-                        for p in self.state.pools[res]
-                    ):
-                        verdict = Failure(
-                            RESOURCE, "shared",
-                            f"no pool of {res} reaches template {template.name}",
-                        )
-                        break
-        return verdict, room
 
     # ------------------------------------------------------------------ placements
     def _on_real_hosts(self, s: Settled, job: PendingJob) -> Placed | None:
@@ -536,32 +345,13 @@ class CatalogPass:
         )
         if hosts is None:
             return None
-        tokens = self._cover(bucket, lambda p: self._reaches_real(p, hosts))
+        tokens = cover(
+            self.state, self.cap, self.tokens, bucket, lambda p: self._reaches_real(p, hosts)
+        )
         if isinstance(tokens, Failure):
             self._note(s, job, tokens.check, tokens.detail)
             return None
         return self._commit(bucket, job, None, hosts, False, tokens, 0, self.now)
-
-    def _usable_fn(self, bucket: Bucket) -> Callable[[int], int]:
-        """How many slots of this bucket fit on a host now (inlined for one consumable)."""
-        found = self._usable_fns.get(bucket.per_slot)
-        if found is not None:
-            return found
-        cap, per_slot = self.cap, bucket.per_slot
-        free_slots = cap.free_slots
-        if not per_slot:
-            found = free_slots.__getitem__
-        elif len(per_slot) == 1:
-            (res, amount), = per_slot
-            column = cap.free_res[res]
-
-            def found(i: int) -> int:
-                return min(free_slots[i], int((column[i] + EPSILON) // amount))
-        else:
-            def found(i: int) -> int:
-                return cap.usable(i, per_slot)
-        self._usable_fns[bucket.per_slot] = found
-        return found
 
     def _reaches_real(self, pool: PoolRecord, hosts: dict[int, int]) -> bool:
         reachable = reach(self.state, pool)
@@ -594,7 +384,7 @@ class CatalogPass:
                 return supply.no_more
         need = bucket.n if hold is None else hold.rest
         pieces = bucket.pieces if hold is None else hold.pieces
-        chosen, unplaced, left = self._first_fit(bucket, supply, need, pieces)
+        chosen, unplaced, left = self.first_fit.place(bucket, supply, need, pieces)
         sizes: list[int] = []
         if left > 0:
             if hold is None:
@@ -615,8 +405,9 @@ class CatalogPass:
                 return supply.no_more
         if bucket.shared:
             name = supply.template.name
-            tokens = self._cover(
-                bucket, lambda p: p.hosts is None or template_allowed(p.hosts, name)
+            tokens = cover(
+                self.state, self.cap, self.tokens, bucket,
+                lambda p: p.hosts is None or template_allowed(p.hosts, name),
             )
             if isinstance(tokens, Failure):
                 return tokens
@@ -627,7 +418,9 @@ class CatalogPass:
         for index in chosen:
             if arrival[index] > start:
                 start = arrival[index]
-        new_hosts, opened, latest = self._open(supply, sizes, bucket) if sizes else (False, 0, 0.0)
+        new_hosts, opened, latest = (
+            self.first_fit.open_hosts(supply, sizes, bucket) if sizes else (False, 0, 0.0)
+        )
         if latest > start:
             start = latest
         if not new_hosts:
@@ -640,130 +433,6 @@ class CatalogPass:
         supply.free_total += bucket.n - hold.rest  # (joined hosts: not the template's total)
         placed.joined = hold.hosts
         return placed
-
-    def _first_fit(
-        self, bucket: Bucket, supply: TemplateSupply, need: int, pieces: tuple[int, ...]
-    ) -> tuple[dict[int, int], list[int], int]:
-        """`need` slots of a job of `bucket` (in `pieces`, each on its own host, if it
-        has a span) first-fit on the template's hosts opened so far: (host -> slots,
-        pieces none of them can take, slots left over)."""
-        hosts_list = supply.hosts
-        limit = len(hosts_list)
-        chosen: dict[int, int] = {}
-        if not limit:
-            return chosen, list(pieces), need
-        unplaced: list[int] = []
-        left = 0
-        usable = self._usable_fn(bucket)
-        # First-fit fills hosts in order: hosts before the template's frontier are
-        # full; hosts before this shape's cursor cannot take its smallest piece.
-        free_slots = self.cap.free_slots
-        frontier = supply.frontier
-        while frontier < limit and free_slots[hosts_list[frontier]] <= 0:
-            frontier += 1
-        supply.frontier = frontier
-        # Whether a host can take `smallest` slots depends only on the per-slot
-        # consumables: every shape with the same ones shares the cursor.
-        smallest = bucket.smallest
-        cursor_key = (bucket.per_slot, smallest, supply.index)
-        cursor = self._cursor.get(cursor_key, 0)
-        if cursor < frontier:
-            cursor = frontier
-        while cursor < limit and usable(hosts_list[cursor]) < smallest:
-            cursor += 1
-        self._cursor[cursor_key] = cursor
-        if pieces:
-            for piece in pieces:
-                for position in range(cursor, limit):
-                    index = hosts_list[position]
-                    if index not in chosen and usable(index) >= piece:
-                        chosen[index] = piece
-                        break
-                else:
-                    unplaced.append(piece)
-                    left += piece
-            return chosen, unplaced, left
-        left = need
-        for position in range(cursor, limit):
-            index = hosts_list[position]
-            take = usable(index)
-            if take > 0:
-                if take >= left:
-                    chosen[index] = left
-                    return chosen, unplaced, 0
-                chosen[index] = take
-                left -= take
-        return chosen, unplaced, left
-
-    def _open(
-        self, supply: TemplateSupply, sizes: list[int], bucket: Bucket
-    ) -> tuple[bool, int, float]:
-        """Open one host per entry of `sizes` with that many of the job's slots on it:
-        in-flight hosts first, then new ones. Returns whether new hosts were opened,
-        the slots on them all and when the last of them is expected."""
-        count = len(sizes)
-        expected = min(count, supply.in_flight)
-        first = self.cap.add_hosts(supply.empty, supply.resources, sizes, bucket.per_slot)
-        supply.free_total += count * supply.template.slots
-        hosts_list, arrival = supply.hosts, supply.arrival
-        arrivals = supply.arrivals
-        taken = supply.in_flight_total - supply.in_flight  # in-flight hosts opened before
-        new_at = self.now + supply.lead
-        latest = 0.0
-        # (loops: compiled, extending by a range is a generic call)
-        for offset in range(count):
-            index = first + offset
-            hosts_list.append(index)
-            if offset < expected:
-                supply.expected.add(index)
-                at = arrivals[taken + offset]
-            else:
-                at = new_at
-            arrival[index] = at
-            if at > latest:
-                latest = at
-        supply.in_flight -= expected
-        supply.new += count - expected
-        supply.allowance -= count - expected
-        opened = 0
-        for size in sizes:
-            opened += size
-        return count > expected, opened, latest
-
-    def _cover(
-        self, bucket: Bucket, reachable: Callable[[PoolRecord], bool]
-    ) -> list[TokenUse] | Failure:
-        """Tokens for the job's shared needs: free ones, then in flight, then headroom."""
-        uses: list[TokenUse] = []
-        for res, amount in bucket.shared:
-            best_short = amount
-            headroom = 0.0
-            for pool in self.state.pools[res]:
-                if not reachable(pool):
-                    continue
-                free = max(0.0, self.cap.pool_free[pool])
-                short = max(0.0, amount - free)
-                supply = self.tokens.get(pool)
-                if short <= EPSILON:
-                    uses.append(TokenUse(pool, supply, amount))
-                    break
-                if supply is None:
-                    best_short = min(best_short, short)
-                    continue
-                from_in_flight = min(short, supply.in_flight)
-                from_headroom = short - from_in_flight
-                if from_headroom <= supply.headroom + EPSILON:
-                    uses.append(TokenUse(pool, supply, amount, from_in_flight, from_headroom))
-                    break
-                best_short = min(best_short, short)
-                headroom = max(headroom, supply.headroom)
-            else:
-                return Failure(
-                    RESOURCE, "tokens",
-                    f"Short {best_short:g} of {res}: not enough headroom to borrow "
-                    f"({headroom:g} left)",
-                )
-        return uses
 
     def _commit(
         self,
@@ -795,19 +464,3 @@ class CatalogPass:
         return Placed(job.id, supply, new_hosts, tokens, start)
 
 
-def _no_more_hosts(template: HostTemplate) -> Failure:
-    return Failure(
-        RESOURCE, "allowance", f"Template {template.name} allows no more hosts (max {template.max})"
-    )
-
-
-def _virtual_host(template: HostTemplate) -> tuple[HostRecord, dict[str, float]]:
-    """The record every virtual host of a template shares, and its consumables."""
-    record = HostRecord(
-        -1, f"{template.name}:virtual", template.slots, template.type, template.model,
-        template.resources, template.name, "ok", 0,
-    )
-    resources = {
-        r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
-    }
-    return record, resources

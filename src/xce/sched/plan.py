@@ -11,8 +11,9 @@ Two questions are asked of it:
 * `holdback`: how much of each reserved host's free capacity a job must leave alone
   to start now without delaying a reservation (what dips below the free capacity
   within the job's window);
-* `find`: the earliest start, now or a later change point, at which a blocked job
-  fits over its whole window, and the hosts the usual placement picks there.
+* `earliest_start` (sched/earliest.py): the earliest start, now or a later change
+  point, at which a blocked job fits over its whole window, and the hosts the usual
+  placement picks there.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
-from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
 from xce.sched.state import SchedulerState
 
 # (time, change in free slots, change in each consumable in Plan.res order)
@@ -137,12 +137,12 @@ class Plan:
         self.changes = []
         self.bookings: list[Booking] = []
         self._seq = 0
-        self._scratch: Capacity | None = None
+        self._scratch: Capacity | None = None  # the capacity searches place on
         # The last search's start, hosts and slots freed by then (for `book`).
         self._found: tuple[float, dict[int, int], dict[int, int]] | None = None
-        # The last search without placing (`find(place=False)`): its bucket, start,
-        # slots and consumables freed by then, and the capacity's version and number
-        # of changes then. Placing the same job on the same plan starts from it.
+        # The last search without placing (`earliest_start(place=False)`): its bucket,
+        # start, slots and consumables freed by then, and the capacity's version and
+        # number of changes then. Placing the same job on the same plan starts from it.
         self._fit: tuple[Bucket, float, dict[int, int], dict[int, list[float]], int, int] | None
         self._fit = None
         # With one booking, on slots alone, made from its search: on each of its
@@ -377,171 +377,3 @@ class Plan:
         assert found is not None
         return found
 
-    def find(
-        self, bucket: Bucket, until: float = math.inf, place: bool = True
-    ) -> tuple[float, dict[int, int]] | None:
-        """The earliest start after now, and no later than `until`, at which a job of
-        `bucket` fits over its window on the profile, and its hosts; None if there is
-        none. `place=False`, for a plain bucket (slots alone) on a plan without
-        bookings, where free slots that add up always place: the start, no hosts.
-
-        Change points are swept in time order, summing the eligible hosts' free slots:
-        a point is tried (a placement on what stays free over the window) only where
-        that sum, and for a job on one host a host whose capacity just rose, leave room
-        for it. (Hot in EASY simulations: one sweep a session, written out.)"""
-        elig = bucket.eligible
-        assert isinstance(elig, Eligible)
-        hosts = elig.open
-        if not hosts:
-            return None
-        if place and until == math.inf:
-            fit = self._fit_again(bucket, hosts)
-            if fit is not None:  # (found to fit, nothing changed since: placed there)
-                return fit
-        free_slots = self.cap.free_slots
-        width = len(self.res)
-        gain: dict[int, int] = {}  # host -> slots freed by the time swept to
-        gain_res: dict[int, list[float]] = {}  # ... and consumables (when there are any)
-        total = self._free_slots_now(hosts)  # free slots of the eligible hosts by then
-        single, n = bucket.single, bucket.n
-        ends, changes = self.state.ends, self.changes
-        now, soon = self.now, self.now + 1.0
-        at_end, at_change = 0, 0
-        count_ends, count_changes = len(ends), len(changes)
-        while at_end < count_ends or at_change < count_changes:
-            # (running jobs' ends come sorted by end, and so by planned end)
-            time = math.inf
-            if at_end < count_ends:
-                end = ends[at_end][0]
-                time = end if end > now else soon
-            if at_change < count_changes and changes[at_change][0] < time:
-                time = changes[at_change][0]
-            if time > until:
-                return None
-            rose = False
-            while at_end < count_ends:
-                end = ends[at_end][0]
-                if (end if end > now else soon) != time:
-                    break
-                run = ends[at_end][2]
-                at_end += 1
-                for index, slots in run.hosts.items():
-                    if index in hosts:
-                        total += slots
-                        have = gain.get(index, 0) + slots
-                        gain[index] = have
-                        if free_slots[index] + have >= n:
-                            rose = True
-                        if width:
-                            self._gain_res(gain_res, index, tuple(run.usage.items()), slots)
-            while at_change < count_changes and changes[at_change][0] == time:
-                _t, _seq, sign, placed, per_slot = changes[at_change]
-                at_change += 1
-                for index, slots in placed.items():
-                    if index in hosts:
-                        total += sign * slots
-                        have = gain.get(index, 0) + sign * slots
-                        gain[index] = have
-                        if sign > 0 and free_slots[index] + have >= n:
-                            rose = True
-                        if width:
-                            self._gain_res(gain_res, index, per_slot, sign * slots)
-            if total < n or (single and not rose):
-                continue
-            if not place:
-                assert bucket.plain and not self.bookings
-                self._fit = (bucket, time, gain, gain_res, self.cap.version, len(self.changes))
-                return time, {}
-            found = self._place_at(bucket, hosts, gain, gain_res, time)
-            if found is not None:
-                self._found = (time, found, gain)
-                return time, found
-        return None
-
-    def _fit_again(
-        self, bucket: Bucket, hosts: set[int]
-    ) -> tuple[float, dict[int, int]] | None:
-        """Where `find` puts a job of `bucket` that it found to fit (without placing)
-        when nothing has changed since: the start found then, and the hosts placed
-        there; None if there is no such fit."""
-        fit = self._fit
-        if (
-            fit is None or fit[0] is not bucket
-            or fit[4] != self.cap.version or fit[5] != len(self.changes)
-        ):
-            return None
-        found = self._place_at(bucket, hosts, fit[2], fit[3], fit[1])
-        assert found is not None
-        self._found = (fit[1], found, fit[2])
-        return fit[1], found
-
-    def _free_slots_now(self, hosts: set[int]) -> int:
-        """The free slots of `hosts` now (of those open with a free slot)."""
-        free_slots, open_free = self.cap.free_slots, self.cap.open_free
-        total = 0
-        for index in open_free if len(open_free) < len(hosts) else hosts:
-            if index in hosts:
-                total += free_slots[index]
-        return total
-
-    def _gain_res(
-        self, gain_res: dict[int, list[float]], index: int,
-        per_slot: tuple[tuple[str, float], ...], slots: int,
-    ) -> None:
-        have = gain_res.get(index)
-        if have is None:
-            have = gain_res[index] = [0.0] * len(self.res)
-        for k, amount in enumerate(self._deltas(per_slot, slots)):
-            have[k] += amount
-
-    def _place_at(
-        self, bucket: Bucket, hosts: set[int], gain: dict[int, int],
-        gain_res: dict[int, list[float]], time: float,
-    ) -> dict[int, int] | None:
-        """The usual placement of a job of `bucket` on the capacity that stays free
-        over [time, time + its window)."""
-        cap = self.cap
-        scratch = self._scratch
-        if scratch is None:
-            scratch = self._scratch = Capacity(self.state)
-        stop = time + bucket.window
-        columns = [(cap.free_res[res], scratch.free_res[res]) for res in self.res]
-        booked = self.booked
-        cands: list[int] = []
-        # Only hosts free now, freed by then or reserved can have room then (the
-        # others stay full): hot in simulations, where most hosts are busy.
-        maybe = cap.open_free | gain.keys() | booked.keys()
-        if len(maybe) > len(hosts):
-            maybe = hosts
-        free_slots, target_slots = cap.free_slots, scratch.free_slots
-        for index in maybe:
-            if index not in hosts:
-                continue
-            slots = free_slots[index]
-            low_res: list[float] = []
-            if index in booked:
-                free_res = tuple(column[index] for column, _s in columns)
-                low, low_res = self._profile(index).lowest(slots, free_res, time, stop)
-            else:
-                low = slots + gain.get(index, 0)
-                if columns:
-                    more = gain_res.get(index)
-                    low_res = [
-                        column[index] + (more[k] if more is not None else 0.0)
-                        for k, (column, _s) in enumerate(columns)
-                    ]
-            if low <= 0:
-                continue
-            target_slots[index] = low
-            if columns:
-                for k, (_column, target) in enumerate(columns):
-                    target[index] = low_res[k]
-            cands.append(index)
-        if not cands:
-            return None
-        if bucket.plain:  # what place() finds for slots alone, without its views
-            ranked = default_ranked(cands, target_slots, cap.names, cap.name_order)
-            return spread(ranked, target_slots.__getitem__, bucket.n)
-        room = Room(scratch, cands, bucket.per_slot)
-        req = bucket.req
-        return place(room, bucket.n, req.span_hosts, req.span_ptile, HostOrder(scratch, req.order))

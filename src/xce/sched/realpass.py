@@ -7,7 +7,6 @@ jobs at once: capacity and limits only shrink within a session.
 
 from __future__ import annotations
 
-import math
 from heapq import heapify, heappop, heapreplace
 from itertools import product
 from typing import Final
@@ -15,8 +14,11 @@ from typing import Final
 from xce.model.result import Dispatch, Reservation, SortKey, TraceEntry
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.earliest import earliest_start
 from xce.sched.eligibility import Eligible, eligible, reach
-from xce.sched.holds import ElasticHolds, JoinedHold
+from xce.sched.failure import Failure as Failure  # (re-exported)
+from xce.sched.failure import Settled as Settled
+from xce.sched.holds import ElasticHolds
 from xce.sched.limits import limit_reason
 from xce.sched.placement import (
     HostOrder,
@@ -33,47 +35,18 @@ from xce.sched.pools import PoolRecord
 from xce.sched.reasons import (
     LIMIT,
     RESOURCE,
-    clock,
     no_host,
     none_open,
-    on_hosts,
-    reserved,
     short_shared,
-    span,
     would_delay,
 )
+from xce.sched.reserving import book, hold, reserve, window_words
 from xce.sched.state import SchedulerState
 
 Placement = tuple[dict[int, int], dict[PoolRecord, float]]
 
 # The checks whose failure a reservation can end: capacity that frees over time.
 RESERVABLE: Final = frozenset({"slots", "consumable", "span", "reservation"})
-
-
-class Failure:
-    """Why a bucket's next job could not start."""
-
-    __slots__ = ("check", "detail", "kind", "reason")
-
-    def __init__(self, kind: str, check: str, reason: str, detail: str = "") -> None:
-        self.kind = kind
-        self.check = check
-        self.reason = reason
-        self.detail = detail or reason
-
-
-class Settled:
-    """A bucket whose remaining jobs pend for one reason this session."""
-
-    __slots__ = ("bucket", "failure", "members", "trace")
-
-    def __init__(
-        self, bucket: Bucket, members: list[PendingJob], failure: Failure, trace: int
-    ) -> None:
-        self.bucket = bucket
-        self.members = members
-        self.failure = failure
-        self.trace = trace
 
 
 class Evaluator:
@@ -311,7 +284,7 @@ class Evaluator:
 
 class RealPass:
     """Runs the real pass; collects dispatches, settled buckets, reservations and the
-    trace."""
+    trace. Blocked jobs are given their reservations and holds in sched/reserving.py."""
 
     def __init__(
         self,
@@ -456,7 +429,7 @@ class RealPass:
             reason = would_delay(booking.job, booking.start, self.now)
             detail = (
                 f"{reason}: it fits now, but not on capacity that stays free for "
-                f"{self._window(bucket)} ({lowered.reason})"
+                f"{window_words(bucket)} ({lowered.reason})"
             )
             return Failure(RESOURCE, "reservation", reason, detail)
         return lowered
@@ -467,39 +440,6 @@ class RealPass:
         assert isinstance(bucket.eligible, Eligible)
         free = self.evaluator.free_on(bucket.eligible, cands)
         return free - self.ensure_plan().held_slots(bucket) < bucket.n
-
-    def _reserve(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
-        """Give a job that failed on capacity its reservation: the earliest start at
-        which it fits over its window on the profile. False: it never fits."""
-        plan = self.ensure_plan()
-        if self._lazy and bucket.plain and not plan.bookings:
-            fits = plan.find(bucket, place=False)
-            if fits is None:
-                return False
-            self._unplaced = (bucket, job, fits[0])
-            self.settled.append(Settled(bucket, [job], failure, -1))
-            return True
-        found = plan.find(bucket)
-        if found is None:
-            return False
-        start, hosts = found
-        booked = self._book(plan, bucket, job, start, hosts)
-        if booked is None or self.trace is None:  # (no pend reasons: no words needed)
-            self.settled.append(Settled(bucket, [job], failure, -1))
-            return True
-        reason = reserved(start, self.now, booked.hosts)
-        waits = plan.waits_for(hosts, start)
-        shown = ", ".join(f"job {j} at {clock(t)} on {h}" for j, t, h in waits[:8])
-        more = f" and {len(waits) - 8} more" if len(waits) > 8 else ""
-        detail = (
-            f"{failure.detail}. Reserved: the earliest time at which it fits on capacity "
-            f"that stays free for {self._window(bucket)} is {clock(start)} "
-            f"(in {span(start - self.now)}), on {on_hosts(booked.hosts)}"
-            + (f"; it waits for the planned ends of {shown}{more}" if waits else "")
-        )
-        held = Failure(RESOURCE, failure.check, reason, detail)
-        self.settled.append(Settled(bucket, [job], held, self._traced(job, held, "plan")))
-        return True
 
     def ensure_plan(self) -> Plan:
         """The session's plan, made when first needed (with this session's dispatches
@@ -514,55 +454,10 @@ class RealPass:
         if unplaced is not None:  # (nothing changed since it was found to fit)
             self._unplaced = None
             bucket, job, start = unplaced
-            found = plan.find(bucket)
+            found = earliest_start(plan, bucket)
             assert found is not None and found[0] == start
-            self._book(plan, bucket, job, start, found[1])
+            book(self, plan, bucket, job, start, found[1])
         return plan
-
-    def _book(
-        self, plan: Plan, bucket: Bucket, job: PendingJob, start: float,
-        hosts: dict[int, int],
-    ) -> Reservation | None:
-        """Book a job's reservation; the reservation for the session result, or None
-        in a lean session, which names no hosts (`_lazy`)."""
-        if self._lazy:
-            plan.reserve(job.id, start, bucket.limit, hosts, bucket.per_slot)
-            self.unnamed += 1
-            return None
-        booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
-        self.reservations.append(booked)
-        return booked
-
-    def _hold(self, bucket: Bucket, job: PendingJob, failure: Failure) -> bool:
-        """Let a job that failed on capacity hold the free hosts that joined for
-        blocked jobs (sched/holds.py); False: it holds none. Its bucket goes on (the
-        catalog pass places the rest of it)."""
-        assert self.holds is not None
-        hold = self.holds.hold(bucket, job.id, self.ensure_plan())
-        if hold is None:
-            return False
-        if self.trace is None:  # (no pend reasons: the words are not needed)
-            self.settled.append(Settled(bucket, [job], failure, -1))
-            return True
-        held = Failure(RESOURCE, failure.check, failure.reason, self._held_detail(hold, failure))
-        self.settled.append(Settled(bucket, [job], held, self._traced(job, held, "plan")))
-        return True
-
-    def _held_detail(self, hold: JoinedHold, failure: Failure) -> str:
-        slots = sum(hold.hosts.values())
-        return (
-            f"{failure.detail}. Held: {slots} slots on {on_hosts(hold.booked.hosts)} "
-            f"(joined from template {hold.template.name}) from {clock(hold.start)} "
-            f"(in {span(hold.start - self.now)}), when the other {hold.rest} slots are "
-            "expected on its hosts; later jobs may use them only as backfill that ends "
-            "by then"
-        )
-
-    @staticmethod
-    def _window(bucket: Bucket) -> str:
-        if bucket.window == math.inf:
-            return "ever after (no run limit, or its queue does not backfill)"
-        return f"its run limit ({span(bucket.window)})"
 
     def _run(
         self,
@@ -726,11 +621,11 @@ class RealPass:
         # A job that holds joined hosts plans on its supply (no reservation of the
         # depth: the next blocked job may have it).
         if failure.kind == RESOURCE and failure.check in RESERVABLE and (
-            (self.holds is not None and self._hold(bucket, order[pos], failure))
+            (self.holds is not None and hold(self, bucket, order[pos], failure))
             or (
                 len(self.reservations) + self.unnamed + (self._unplaced is not None)
                 < self.depth
-                and self._reserve(bucket, order[pos], failure)
+                and reserve(self, bucket, order[pos], failure)
             )
         ):
             self._failing[id(bucket)] = failure

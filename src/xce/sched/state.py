@@ -7,13 +7,12 @@ refresh its caches). Nothing here does I/O or reads a clock.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
-from xce.model.cluster import ClusterConfig, HostTemplate, Queue, ResourceValue
+from xce.model.cluster import ClusterConfig, HostTemplate, Queue
 from xce.model.events import (
     ConfigLoaded,
     HostAdded,
@@ -34,11 +33,17 @@ from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReqError, parse, validate
 from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob
-from xce.sched.hosts import OPEN_STATE, HostRecord
+from xce.sched.errors import SchedulerInputError as SchedulerInputError  # (re-exported)
+from xce.sched.errors import SubmitError as SubmitError
+from xce.sched.host_changes import add_host, remove_host, set_host_state
+from xce.sched.hosts import HostRecord
 from xce.sched.limits import limit_key
+from xce.sched.loading import load_config
 from xce.sched.pools import PoolRecord
 from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
+from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
+from xce.sched.supply_state import apply_supply
 
 # The most frequent event types as constants: compiled, a Final name is read directly
 # where an imported class is looked up in the module's dictionary at every use.
@@ -63,44 +68,10 @@ class HostIndex:
         raise NotImplementedError
 
 
-class SubmitError(ValueError):
-    """A job the scheduler cannot accept (unknown queue, bad requirement, ...)."""
-
-
-class SchedulerInputError(ValueError):
-    """An event that contradicts the state (unknown job or host), or that is not a
-    scheduler event at all (a lease, a provisioning request: the controller's own)."""
-
-
-class RunningJob:
-    """A running job and what it holds."""
-
-    __slots__ = (
-        "end", "hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "usage"
-    )
-
-    def __init__(
-        self,
-        spec: JobSpec,
-        key: SortKey,
-        hosts: dict[int, int],
-        pools: dict[str, PoolRecord],
-        start: float,
-        end: float,
-    ) -> None:
-        self.spec = spec
-        self.key = key
-        self.hosts = hosts  # host index -> slots
-        self.pools = pools  # shared resource -> pool its tokens come from
-        self.start = start
-        self.end = end  # start + run limit (inf: no limit); planned: plan.Plan.planned
-        self.usage: dict[str, float] = {}  # per-slot host consumables
-        self.shared: dict[str, float] = {}
-        self.limit_refs: tuple[LimitRef, ...] = ()
-
-
 class SchedulerState:
-    """The cluster as the scheduler sees it."""
+    """The cluster as the scheduler sees it. Events take effect here and in the
+    modules of their concern: sched/loading.py (a configuration), host_changes.py,
+    running.py (jobs starting and ending) and supply_state.py."""
 
     def __init__(self, config: ClusterConfig | None = None) -> None:
         self.config = ClusterConfig()
@@ -154,7 +125,7 @@ class SchedulerState:
         self.allowance: dict[str, int] = {}  # template -> runtime cap on new hosts
         self._submitted: dict[int, JobSpec] = {}  # pending, held and running specs
         self._valid_res: set[str] = set()  # requirement strings checked against config
-        # (slots, free) -> the shared "not enough job slots" failure (realpass.Failure)
+        # (slots, free) -> the shared "not enough job slots" failure (failure.Failure)
         self.slot_failures: dict[tuple[int, int], object] = {}
         # Bucket failures reused from an earlier session (Bucket.failure), over every
         # session on this state: counted by the real pass, read-only for the rest (tests,
@@ -173,23 +144,23 @@ class SchedulerState:
             self.version += 1
             return
         if type(event) is _STARTED:
-            self._start(event.job, event.hosts, event.pools, event.time)
+            start_job(self, event.job, event.hosts, event.pools, event.time)
             self.version += 1
             self.capacity_version += 1
             return
         if type(event) is _FINISHED:
-            self._finish(event.job, event.time)
+            finish_job(self, event.job, event.time)
             self.version += 1
             self.capacity_version += 1
             return
         if type(event) is _HOST_ADDED:
-            self._add_host(event)
+            add_host(self, event)
         elif type(event) is _HOST_STATE:
-            self._set_host_state(self._host(event.name), event.state)
+            set_host_state(self, self._host(event.name), event.state)
         elif type(event) is _HOST_REMOVED:
-            self._remove_host(self._host(event.name))
+            remove_host(self, self._host(event.name))
         elif type(event) is _SUPPLY:
-            self._supply(event)
+            apply_supply(self, event)
         else:
             self._apply_other(event)
             return
@@ -200,9 +171,9 @@ class SchedulerState:
         """The scheduler events apply() has no fast path for."""
         match event:
             case JobKilled(job=job_id, time=time):
-                self._finish(job_id, time)
+                finish_job(self, job_id, time)
             case JobRequeued(job=job_id, time=time):
-                self._requeue(job_id, time)
+                requeue_job(self, job_id, time)
             case JobHeld(job=job_id, held=held):
                 self._hold(job_id, held)
                 self.version += 1  # what fits is the same: only who is queued changed
@@ -213,7 +184,7 @@ class SchedulerState:
                 if history:
                     self.pool_by_key(key).history = [(t, u, b) for t, u, b in history]
             case ConfigLoaded(config=config):
-                self._load_config(config)
+                load_config(self, config)
             case _:
                 # Not a scheduler event (a lease, a provisioning request or instance, an
                 # expected host, a token step: the controller's records), or a subclass
@@ -230,145 +201,6 @@ class SchedulerState:
         for event in events:
             self.apply(event)
 
-    # ------------------------------------------------------------------ config
-    def _load_config(self, config: ClusterConfig) -> None:
-        """(Re)build every index from a configuration, keeping jobs, the state of static
-        hosts that stay, and every host that is not static (provisioned, or joined)."""
-        static = {spec.name for spec in config.hosts}
-        states = {h.name: h.state for h in self.hosts if h is not None and h.name in static}
-        was_static = {spec.name for spec in self.config.hosts}
-        provisioned = [
-            h for h in self.hosts
-            if h is not None and h.name not in static and h.name not in was_static
-        ]
-        running = list(self.running.values())
-        queued = sorted(
-            [*self.pending.values(), *self.held.values()], key=lambda j: j.key
-        )
-        self.config = config
-        self._valid_res = set()
-        self.queues = {q.name: q for q in config.queues}
-        self._load_templates(config)
-        self._limit_refs_cache = {}
-        self._clear_hosts(config)
-        self._load_pools(config)
-        self._keep_supply(config)
-        self.limit_used = [{} for _ in config.limits]
-        self.pending, self.held, self.buckets, self.running = {}, {}, {}, {}
-        self.ends = []
-        self._bucket_cache = {}
-        self._submitted = {}
-        self._restore_hosts(config, states, provisioned)
-        self._restore_jobs(queued, running)
-        self.idle_in_order, self._idle_latest = True, -math.inf
-        for record in self.idle_provisioned.values():
-            self._went_idle(record)
-        self._hosts_changed()
-
-    def _load_templates(self, config: ClusterConfig) -> None:
-        """The catalog's templates: by name, by (rank, name), and their idle times."""
-        self.templates = {t.name: t for t in config.catalog.templates}
-        self.ranked = tuple(sorted(config.catalog.templates, key=lambda t: (t.rank, t.name)))
-        self.idle_times = {
-            t.name: config.catalog.idle_time if t.idle_time is None else t.idle_time
-            for t in config.catalog.templates
-        }
-        self.one_idle_time = len({config.catalog.idle_time, *self.idle_times.values()}) == 1
-
-    def _clear_hosts(self, config: ClusterConfig) -> None:
-        """No hosts: every per-host index empty, a column for each host consumable."""
-        self.virtual = {}
-        self.hosts, self.host_by_name, self.free_slots, self.open_free = [], {}, [], set()
-        self.names, self.name_order = [], []
-        self.provisioned, self.busy_slots, self.alive = {}, 0, {}
-        self.idle_provisioned = {}
-        self._free_indices = []
-        self.free_res = {
-            name: [] for name, r in config.resources.items() if r.consumable and not r.shared
-        }
-
-    def _load_pools(self, config: ClusterConfig) -> None:
-        """The shared resources' pools, with the countables that apply to them."""
-        countables = {(c.resource, c.pool): c for c in config.catalog.countables}
-        # Tokens borrowed or asked for stay with a pool that stays (a changed
-        # configuration does not give them back); `used` is rebuilt as jobs restart.
-        before = {(p.resource, p.name): p for pools in self.pools.values() for p in pools}
-        self.pools = {
-            res: [
-                PoolRecord(
-                    p,
-                    len(pools) == 1,
-                    countables.get((res, p.pool))
-                    or (countables.get((res, None)) if len(pools) == 1 else None),
-                )
-                for p in pools
-            ]
-            for res, pools in config.shared.items()
-        }
-        for pools in self.pools.values():
-            for fresh in pools:
-                kept = before.get((fresh.resource, fresh.name))
-                if kept is not None:
-                    fresh.borrowed, fresh.tokens_in_flight = kept.borrowed, kept.tokens_in_flight
-                    fresh.history = kept.history
-                    if fresh.countable is not None:
-                        fresh.headroom = kept.headroom
-        self.countable_pools = tuple(
-            pool for pools in self.pools.values() for pool in pools if pool.countable is not None
-        )
-
-    def _keep_supply(self, config: ClusterConfig) -> None:
-        """The supply facts (hosts in flight, when requested, lead times) of the
-        templates that stay."""
-        self.in_flight = {
-            name: count for name, count in self.in_flight.items()
-            if any(t.name == name for t in config.catalog.templates)
-        }
-        self.requested = {n: t for n, t in self.requested.items() if n in self.in_flight}
-        self.lead_times = {n: t for n, t in self.lead_times.items() if n in self.templates}
-
-    def _restore_hosts(
-        self, config: ClusterConfig, states: dict[str, str], provisioned: list[HostRecord]
-    ) -> None:
-        """Add the configured static hosts (in their kept `states`, else "ok"), then
-        the `provisioned` ones kept from before, as they were."""
-        for spec in config.hosts:
-            self._add_host_record(
-                spec.name, spec.slots, spec.type, spec.model, spec.resources, None,
-                states.get(spec.name, "ok"), 0,
-            )
-        for host in provisioned:
-            record = self._add_host_record(
-                host.name, host.slots, host.type, host.model, host.resources,
-                host.template, host.state, host.joined,
-            )
-            record.idle_since = host.idle_since
-
-    def _restore_jobs(self, queued: list[PendingJob], running: list[RunningJob]) -> None:
-        """Submit the `queued` jobs again (held ones held), then the `running` ones,
-        started again where they ran."""
-        for job in queued:
-            self._submit(job.spec, hold=job.bucket is None)
-        for run in running:
-            self._submit(run.spec)
-            names = {self._host_at(i).name: n for i, n in run.hosts.items()}
-            self._start(run.spec.id, names, {r: p.name for r, p in run.pools.items()}, run.start)
-
-    def _went_idle(self, host: HostRecord) -> None:
-        """`host` was just added at the end of idle_provisioned."""
-        if host.idle_since < self._idle_latest:
-            self.idle_in_order = False
-        else:
-            self._idle_latest = host.idle_since
-
-    def _hosts_changed(self, host: HostRecord | None = None, present: bool = True) -> None:
-        """Hosts changed: drop the derived views, or update them for `host`."""
-        if host is None:
-            self.indexes.clear()
-        else:
-            for index in self.indexes.values():
-                index.host_changed(host, present)
-
     # ------------------------------------------------------------------ hosts
     def _host(self, name: str) -> HostRecord:
         host = self.host_by_name.get(name)
@@ -381,135 +213,7 @@ class SchedulerState:
         assert host is not None
         return host
 
-    def _add_host_record(
-        self,
-        name: str,
-        slots: int,
-        type_: str,
-        model: str,
-        resources: dict[str, ResourceValue],
-        template: str | None,
-        state: str,
-        time: float,
-    ) -> HostRecord:
-        if name in self.host_by_name:
-            raise SchedulerInputError(f"host '{name}' already exists")
-        for res in resources:
-            if res not in self.config.resources:
-                raise SchedulerInputError(f"host '{name}': unknown resource '{res}'")
-        # Reuse the index of a removed host, so that the index space (and every
-        # per-host array a session copies) stays as large as the cluster, not its history.
-        index = self._free_indices.pop() if self._free_indices else len(self.hosts)
-        host = HostRecord(index, name, slots, type_, model, resources, template, state, time)
-        if index == len(self.hosts):
-            self.hosts.append(host)
-            self.names.append(name)
-            self.free_slots.append(slots)
-            for column in self.free_res.values():
-                column.append(0.0)
-        self.hosts[index] = host
-        self.names[index] = name
-        at = self._name_position(name)
-        self.name_order.insert(at, index)
-        self._name_hint = at + 1  # (hosts that join one after the other sort so, mostly)
-        self.free_slots[index] = slots
-        for res, column in self.free_res.items():
-            value = resources.get(res, 0)
-            column[index] = 0.0 if isinstance(value, bool) else float(value)
-        self.host_by_name[name] = host
-        if host.is_open and slots > 0:
-            self.open_free.add(index)
-        if template is not None:
-            self.provisioned[index] = host
-            self.idle_provisioned[index] = host
-            self.alive[template] = self.alive.get(template, 0) + 1
-        return host
-
-    def _name_position(self, name: str) -> int:
-        """Where `name` is or would go in name_order: where the last host went in or
-        left, if it is there (provisioned hosts join and leave in order of their
-        names, mostly), else by bisection (written out, as compiled code calls bisect's
-        functions with a key by a slow generic call)."""
-        order, names = self.name_order, self.names
-        low, high = 0, len(order)
-        hint = self._name_hint
-        if hint <= high and (hint == 0 or names[order[hint - 1]] < name) and (
-            hint == high or not names[order[hint]] < name
-        ):
-            return hint
-        while low < high:
-            middle = (low + high) // 2
-            if names[order[middle]] < name:
-                low = middle + 1
-            else:
-                high = middle
-        return low
-
-    def _drop_free(self, index: int) -> None:
-        """Host `index` is no longer open with a free slot.
-
-        A set never shrinks its table: one that held most hosts and now holds a few
-        costs its whole table on every walk (a session walks it), so after many
-        removals it is rebuilt, compact, in place (views share it)."""
-        open_free = self.open_free
-        if index not in open_free:
-            return
-        open_free.remove(index)
-        self._free_drops += 1
-        if self._free_drops > 32 + 4 * len(open_free):
-            self._free_drops = 0
-            kept = list(open_free)
-            open_free.clear()
-            open_free.update(kept)
-
-    def _add_host(self, event: HostAdded) -> None:
-        template = event.template
-        if template is not None and template not in self.templates:
-            raise SchedulerInputError(f"host '{event.name}': unknown template '{template}'")
-        host = self._add_host_record(
-            event.name, event.slots, event.type, event.model, event.resources,
-            template, event.state, event.time,
-        )
-        if event.idle_since is not None:
-            host.idle_since = event.idle_since
-        if template is not None:
-            self._went_idle(host)
-        self._hosts_changed(host)
-
-
-    def _set_host_state(self, host: HostRecord, state: str) -> None:
-        host.state = state
-        if host.is_open and self.free_slots[host.index] > 0:
-            self.open_free.add(host.index)
-        else:
-            self._drop_free(host.index)
-        self._hosts_changed(host)
-
-    def _remove_host(self, host: HostRecord) -> None:
-        if host.running:
-            raise SchedulerInputError(
-                f"host '{host.name}' still runs jobs {sorted(host.running)}: requeue or "
-                "finish them first"
-            )
-        index = host.index
-        self.hosts[index] = None
-        at = self._name_position(host.name)
-        assert self.name_order[at] == index
-        del self.name_order[at]
-        self._name_hint = at
-        self.names[index] = ""
-        del self.host_by_name[host.name]
-        if index in self.provisioned:
-            del self.provisioned[index]
-            if host.template is not None:
-                self.alive[host.template] -= 1
-        if index in self.idle_provisioned:
-            del self.idle_provisioned[index]
-        self._drop_free(index)
-        self.free_slots[index] = 0
-        self._free_indices.append(index)
-        self._hosts_changed(host, present=False)
-
+    # ------------------------------------------------------------------ pools, supply
     def _pool(self, resource: str, pool: str) -> PoolRecord:
         pools = self.pools.get(resource)
         if not pools:
@@ -533,43 +237,6 @@ class SchedulerState:
                 if record.countable is not None and len(pools) > 1:
                     return record
         return self._pool(resource, pool)
-
-    def _supply(self, event: SupplyChanged) -> None:
-        templates = self.templates
-        in_flight, allowances = event.in_flight, event.allowance
-        requested, lead_times = event.requested, event.lead_time
-        for names in (in_flight, allowances, requested, lead_times):
-            for name in names:
-                if name not in templates:
-                    raise SchedulerInputError(f"unknown template '{name}'")
-        tokens, borrowed, headroom = event.tokens_in_flight, event.borrowed, event.headroom
-        resolved = [
-            (self.pool_by_key(key), field, value)
-            for field, values in (
-                ("tokens_in_flight", tokens), ("borrowed", borrowed), ("headroom", headroom),
-            )
-            for key, value in values.items()
-        ] if tokens or borrowed or headroom else []
-        self.in_flight.update(in_flight)
-        for name, times in requested.items():
-            self.requested[name] = sorted(times)
-        for name, lead in lead_times.items():
-            if lead < 0:
-                self.lead_times.pop(name, None)
-            else:
-                self.lead_times[name] = float(lead)
-        for name, allowance in allowances.items():
-            if allowance < 0:  # a negative allowance lifts the runtime cap
-                self.allowance.pop(name, None)
-            else:
-                self.allowance[name] = allowance
-        for pool, field, value in resolved:
-            if field == "headroom" and value < 0:  # a negative headroom lifts the runtime one
-                pool.headroom = None
-                continue
-            setattr(pool, field, float(value))
-            if field == "borrowed":
-                pool.record(event.time)
 
     def lead_time(self, template: str) -> float:
         """How long a new host of `template` is expected to take to join: the runtime
@@ -723,135 +390,6 @@ class SchedulerState:
             return
         job = self._dequeue(job_id)
         self._enqueue(job.spec, job.key, held)
-
-    def _start(
-        self, job_id: int, hosts: dict[str, int], pools: dict[str, str], time: float
-    ) -> None:
-        job = self.pending.get(job_id)
-        if job is None:
-            raise SchedulerInputError(f"job {job_id} is not pending")
-        bucket = job.bucket
-        assert bucket is not None
-        # One walk over the hosts: their slots add up to the job's, each positive (else
-        # that error first), and each host is known.
-        by_name = self.host_by_name
-        placed: dict[int, int] = {}
-        total, low = 0, 1
-        unknown: str | None = None
-        for name, slots in hosts.items():
-            total += slots
-            if slots < low:
-                low = slots
-            host = by_name.get(name)
-            if host is not None:
-                placed[host.index] = slots
-            elif unknown is None:
-                unknown = name
-        if total != job.spec.n or low <= 0:
-            raise SchedulerInputError(
-                f"job {job_id}: hosts {hosts} do not add up to its {job.spec.n} slots"
-            )
-        if unknown is not None:
-            raise SchedulerInputError(f"unknown host '{unknown}'")
-        chosen: dict[str, PoolRecord] = {}
-        for res, _amount in bucket.shared:
-            chosen[res] = (
-                self._pool(res, pools[res]) if res in pools else self._infer_pool(res, placed)
-            )
-        self._dequeue(job_id)
-        limit = run_limit(job.spec, bucket.queue)
-        run = RunningJob(
-            job.spec, job.key, placed, chosen, time, math.inf if limit is None else time + limit
-        )
-        if run.end != math.inf:
-            insort(self.ends, (run.end, job_id, run))
-        if bucket.per_slot:  # (else the empty ones it was made with)
-            run.usage = dict(bucket.per_slot)
-        if bucket.shared:
-            run.shared = dict(bucket.shared)
-        run.limit_refs = job.limit_refs
-        self.running[job_id] = run
-        self._hold_capacity(run, +1, time)
-
-    def _infer_pool(self, resource: str, placed: dict[int, int]) -> PoolRecord:
-        """The first pool reachable from every host of the job (FORMATS.md)."""
-        pools = self.pools[resource]
-        for pool in pools:
-            if all(pool.reaches(self._host_at(i)) for i in placed):
-                return pool
-        return pools[0]
-
-    def _hold_capacity(self, run: RunningJob, sign: int, time: float) -> None:
-        hosts, free_slots, open_free = self.hosts, self.free_slots, self.open_free
-        idle, usage = self.idle_provisioned, run.usage
-        # The job id as the object the spec holds: compiled, an int key is made anew
-        # for every dictionary operation (hosts x 2 per job), an Any one is not.
-        job_id: Any = run.spec.id
-        placed = run.hosts
-        slots_total = 0
-        if usage:
-            free_res = self.free_res
-            for res, per_slot in usage.items():
-                column = free_res[res]
-                for index, slots in placed.items():
-                    column[index] -= sign * per_slot * slots
-        for index, slots in placed.items():
-            slots_total += slots
-            host = hosts[index]
-            free = free_slots[index] - sign * slots
-            free_slots[index] = free
-            if host is None:
-                continue
-            running = host.running
-            if sign > 0:
-                running[job_id] = slots
-                if host.template is not None and index in idle:
-                    del idle[index]
-            else:
-                del running[job_id]  # (set when it started: the host cannot have left)
-                if not running:
-                    host.idle_since = time
-                    if host.template is not None:
-                        idle[index] = host
-                        self._went_idle(host)
-            if free > 0 and host.state == OPEN_STATE:
-                open_free.add(index)
-            else:
-                self._drop_free(index)
-        self.busy_slots += sign * slots_total
-        for res, pool in run.pools.items():
-            pool.used += sign * run.shared[res]
-            pool.record(time)
-        for limit_index, key in run.limit_refs:
-            counter = self.limit_used[limit_index].setdefault(key, [0, 0])
-            counter[0] += sign * slots_total
-            counter[1] += sign
-
-    def _finish(self, job_id: int, time: float) -> None:
-        run = self.running.get(job_id)
-        if run is None:
-            self._dequeue(job_id)
-        else:
-            del self.running[job_id]
-            self._hold_capacity(run, -1, time)
-            self._drop_end(run)
-        del self._submitted[job_id]
-
-    def _drop_end(self, run: RunningJob) -> None:
-        """A running job with a limit left: its planned end is no change point now."""
-        if run.end != math.inf:
-            ends = self.ends
-            at = bisect_left(ends, (run.end, run.spec.id))
-            del ends[at]
-
-    def _requeue(self, job_id: int, time: float) -> None:
-        run = self.running.get(job_id)
-        if run is None:
-            raise SchedulerInputError(f"job {job_id} is not running")
-        del self.running[job_id]
-        self._hold_capacity(run, -1, time)
-        self._drop_end(run)
-        self._enqueue(run.spec, run.key, False)
 
     # ------------------------------------------------------------------ queries
     def live_hosts(self) -> list[HostRecord]:

@@ -1,0 +1,168 @@
+"""Hosts joining, changing state and leaving the scheduler state, with the per-host
+indexes kept beside them (names in order, open hosts with a free slot, idle
+provisioned hosts, derived views)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xce.model.cluster import ResourceValue
+from xce.model.events import HostAdded
+from xce.sched.errors import SchedulerInputError
+from xce.sched.hosts import HostRecord
+
+if TYPE_CHECKING:
+    from xce.sched.state import SchedulerState
+
+
+def add_host_record(
+    state: SchedulerState,
+    name: str,
+    slots: int,
+    type_: str,
+    model: str,
+    resources: dict[str, ResourceValue],
+    template: str | None,
+    host_state: str,
+    time: float,
+) -> HostRecord:
+    if name in state.host_by_name:
+        raise SchedulerInputError(f"host '{name}' already exists")
+    for res in resources:
+        if res not in state.config.resources:
+            raise SchedulerInputError(f"host '{name}': unknown resource '{res}'")
+    # Reuse the index of a removed host, so that the index space (and every
+    # per-host array a session copies) stays as large as the cluster, not its history.
+    index = state._free_indices.pop() if state._free_indices else len(state.hosts)
+    host = HostRecord(index, name, slots, type_, model, resources, template, host_state, time)
+    if index == len(state.hosts):
+        state.hosts.append(host)
+        state.names.append(name)
+        state.free_slots.append(slots)
+        for column in state.free_res.values():
+            column.append(0.0)
+    state.hosts[index] = host
+    state.names[index] = name
+    at = _name_position(state, name)
+    state.name_order.insert(at, index)
+    state._name_hint = at + 1  # (hosts that join one after the other sort so, mostly)
+    state.free_slots[index] = slots
+    for res, column in state.free_res.items():
+        value = resources.get(res, 0)
+        column[index] = 0.0 if isinstance(value, bool) else float(value)
+    state.host_by_name[name] = host
+    if host.is_open and slots > 0:
+        state.open_free.add(index)
+    if template is not None:
+        state.provisioned[index] = host
+        state.idle_provisioned[index] = host
+        state.alive[template] = state.alive.get(template, 0) + 1
+    return host
+
+
+def _name_position(state: SchedulerState, name: str) -> int:
+    """Where `name` is or would go in name_order: where the last host went in or
+    left, if it is there (provisioned hosts join and leave in order of their
+    names, mostly), else by bisection (written out, as compiled code calls bisect's
+    functions with a key by a slow generic call)."""
+    order, names = state.name_order, state.names
+    low, high = 0, len(order)
+    hint = state._name_hint
+    if hint <= high and (hint == 0 or names[order[hint - 1]] < name) and (
+        hint == high or not names[order[hint]] < name
+    ):
+        return hint
+    while low < high:
+        middle = (low + high) // 2
+        if names[order[middle]] < name:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def drop_free(state: SchedulerState, index: int) -> None:
+    """Host `index` is no longer open with a free slot.
+
+    A set never shrinks its table: one that held most hosts and now holds a few
+    costs its whole table on every walk (a session walks it), so after many
+    removals it is rebuilt, compact, in place (views share it)."""
+    open_free = state.open_free
+    if index not in open_free:
+        return
+    open_free.remove(index)
+    state._free_drops += 1
+    if state._free_drops > 32 + 4 * len(open_free):
+        state._free_drops = 0
+        kept = list(open_free)
+        open_free.clear()
+        open_free.update(kept)
+
+
+def went_idle(state: SchedulerState, host: HostRecord) -> None:
+    """`host` was just added at the end of idle_provisioned."""
+    if host.idle_since < state._idle_latest:
+        state.idle_in_order = False
+    else:
+        state._idle_latest = host.idle_since
+
+
+def hosts_changed(
+    state: SchedulerState, host: HostRecord | None = None, present: bool = True
+) -> None:
+    """Hosts changed: drop the derived views, or update them for `host`."""
+    if host is None:
+        state.indexes.clear()
+    else:
+        for index in state.indexes.values():
+            index.host_changed(host, present)
+
+
+def add_host(state: SchedulerState, event: HostAdded) -> None:
+    template = event.template
+    if template is not None and template not in state.templates:
+        raise SchedulerInputError(f"host '{event.name}': unknown template '{template}'")
+    host = add_host_record(
+        state, event.name, event.slots, event.type, event.model, event.resources,
+        template, event.state, event.time,
+    )
+    if event.idle_since is not None:
+        host.idle_since = event.idle_since
+    if template is not None:
+        went_idle(state, host)
+    hosts_changed(state, host)
+
+
+def set_host_state(state: SchedulerState, host: HostRecord, host_state: str) -> None:
+    host.state = host_state
+    if host.is_open and state.free_slots[host.index] > 0:
+        state.open_free.add(host.index)
+    else:
+        drop_free(state, host.index)
+    hosts_changed(state, host)
+
+
+def remove_host(state: SchedulerState, host: HostRecord) -> None:
+    if host.running:
+        raise SchedulerInputError(
+            f"host '{host.name}' still runs jobs {sorted(host.running)}: requeue or "
+            "finish them first"
+        )
+    index = host.index
+    state.hosts[index] = None
+    at = _name_position(state, host.name)
+    assert state.name_order[at] == index
+    del state.name_order[at]
+    state._name_hint = at
+    state.names[index] = ""
+    del state.host_by_name[host.name]
+    if index in state.provisioned:
+        del state.provisioned[index]
+        if host.template is not None:
+            state.alive[host.template] -= 1
+    if index in state.idle_provisioned:
+        del state.idle_provisioned[index]
+    drop_free(state, index)
+    state.free_slots[index] = 0
+    state._free_indices.append(index)
+    hosts_changed(state, host, present=False)

@@ -1,0 +1,183 @@
+"""Running jobs in the scheduler state: starting them, ending them (finished, killed
+or requeued) and the capacity they hold meanwhile."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from typing import TYPE_CHECKING, Any
+
+from xce.model.jobs import JobSpec
+from xce.model.result import SortKey
+from xce.sched.buckets import LimitRef
+from xce.sched.errors import SchedulerInputError
+from xce.sched.host_changes import drop_free, went_idle
+from xce.sched.hosts import OPEN_STATE
+from xce.sched.pools import PoolRecord
+from xce.sched.runlimit import run_limit
+
+if TYPE_CHECKING:
+    from xce.sched.state import SchedulerState
+
+
+class RunningJob:
+    """A running job and what it holds."""
+
+    __slots__ = (
+        "end", "hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "usage"
+    )
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        key: SortKey,
+        hosts: dict[int, int],
+        pools: dict[str, PoolRecord],
+        start: float,
+        end: float,
+    ) -> None:
+        self.spec = spec
+        self.key = key
+        self.hosts = hosts  # host index -> slots
+        self.pools = pools  # shared resource -> pool its tokens come from
+        self.start = start
+        self.end = end  # start + run limit (inf: no limit); planned: plan.Plan.planned
+        self.usage: dict[str, float] = {}  # per-slot host consumables
+        self.shared: dict[str, float] = {}
+        self.limit_refs: tuple[LimitRef, ...] = ()
+
+
+def start_job(
+    state: SchedulerState, job_id: int, hosts: dict[str, int], pools: dict[str, str],
+    time: float,
+) -> None:
+    job = state.pending.get(job_id)
+    if job is None:
+        raise SchedulerInputError(f"job {job_id} is not pending")
+    bucket = job.bucket
+    assert bucket is not None
+    # One walk over the hosts: their slots add up to the job's, each positive (else
+    # that error first), and each host is known.
+    by_name = state.host_by_name
+    placed: dict[int, int] = {}
+    total, low = 0, 1
+    unknown: str | None = None
+    for name, slots in hosts.items():
+        total += slots
+        if slots < low:
+            low = slots
+        host = by_name.get(name)
+        if host is not None:
+            placed[host.index] = slots
+        elif unknown is None:
+            unknown = name
+    if total != job.spec.n or low <= 0:
+        raise SchedulerInputError(
+            f"job {job_id}: hosts {hosts} do not add up to its {job.spec.n} slots"
+        )
+    if unknown is not None:
+        raise SchedulerInputError(f"unknown host '{unknown}'")
+    chosen: dict[str, PoolRecord] = {}
+    for res, _amount in bucket.shared:
+        chosen[res] = (
+            state._pool(res, pools[res]) if res in pools else _infer_pool(state, res, placed)
+        )
+    state._dequeue(job_id)
+    limit = run_limit(job.spec, bucket.queue)
+    run = RunningJob(
+        job.spec, job.key, placed, chosen, time, math.inf if limit is None else time + limit
+    )
+    if run.end != math.inf:
+        insort(state.ends, (run.end, job_id, run))
+    if bucket.per_slot:  # (else the empty ones it was made with)
+        run.usage = dict(bucket.per_slot)
+    if bucket.shared:
+        run.shared = dict(bucket.shared)
+    run.limit_refs = job.limit_refs
+    state.running[job_id] = run
+    hold_capacity(state, run, +1, time)
+
+
+def _infer_pool(state: SchedulerState, resource: str, placed: dict[int, int]) -> PoolRecord:
+    """The first pool reachable from every host of the job (FORMATS.md)."""
+    pools = state.pools[resource]
+    for pool in pools:
+        if all(pool.reaches(state._host_at(i)) for i in placed):
+            return pool
+    return pools[0]
+
+
+def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float) -> None:
+    hosts, free_slots, open_free = state.hosts, state.free_slots, state.open_free
+    idle, usage = state.idle_provisioned, run.usage
+    # The job id as the object the spec holds: compiled, an int key is made anew
+    # for every dictionary operation (hosts x 2 per job), an Any one is not.
+    job_id: Any = run.spec.id
+    placed = run.hosts
+    slots_total = 0
+    if usage:
+        free_res = state.free_res
+        for res, per_slot in usage.items():
+            column = free_res[res]
+            for index, slots in placed.items():
+                column[index] -= sign * per_slot * slots
+    for index, slots in placed.items():
+        slots_total += slots
+        host = hosts[index]
+        free = free_slots[index] - sign * slots
+        free_slots[index] = free
+        if host is None:
+            continue
+        running = host.running
+        if sign > 0:
+            running[job_id] = slots
+            if host.template is not None and index in idle:
+                del idle[index]
+        else:
+            del running[job_id]  # (set when it started: the host cannot have left)
+            if not running:
+                host.idle_since = time
+                if host.template is not None:
+                    idle[index] = host
+                    went_idle(state, host)
+        if free > 0 and host.state == OPEN_STATE:
+            open_free.add(index)
+        else:
+            drop_free(state, index)
+    state.busy_slots += sign * slots_total
+    for res, pool in run.pools.items():
+        pool.used += sign * run.shared[res]
+        pool.record(time)
+    for limit_index, key in run.limit_refs:
+        counter = state.limit_used[limit_index].setdefault(key, [0, 0])
+        counter[0] += sign * slots_total
+        counter[1] += sign
+
+
+def finish_job(state: SchedulerState, job_id: int, time: float) -> None:
+    run = state.running.get(job_id)
+    if run is None:
+        state._dequeue(job_id)
+    else:
+        del state.running[job_id]
+        hold_capacity(state, run, -1, time)
+        _drop_end(state, run)
+    del state._submitted[job_id]
+
+
+def _drop_end(state: SchedulerState, run: RunningJob) -> None:
+    """A running job with a limit left: its planned end is no change point now."""
+    if run.end != math.inf:
+        ends = state.ends
+        at = bisect_left(ends, (run.end, run.spec.id))
+        del ends[at]
+
+
+def requeue_job(state: SchedulerState, job_id: int, time: float) -> None:
+    run = state.running.get(job_id)
+    if run is None:
+        raise SchedulerInputError(f"job {job_id} is not running")
+    del state.running[job_id]
+    hold_capacity(state, run, -1, time)
+    _drop_end(state, run)
+    state._enqueue(run.spec, run.key, False)

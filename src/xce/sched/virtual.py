@@ -1,0 +1,140 @@
+"""The templates' virtual hosts in the catalog pass: each template's supply this
+session, the record its virtual hosts share, and whether they could ever take a
+bucket's jobs."""
+
+from __future__ import annotations
+
+import math
+
+from xce.model.cluster import HostTemplate
+from xce.sched.buckets import Bucket
+from xce.sched.failure import Failure
+from xce.sched.holds import empty_room
+from xce.sched.hosts import HostRecord, template_allowed
+from xce.sched.reasons import RESOURCE
+from xce.sched.state import SchedulerState
+
+
+class TemplateSupply:
+    """One template's virtual hosts in this session."""
+
+    __slots__ = (
+        "_no_more",
+        "allowance",
+        "arrival",
+        "arrivals",
+        "empty",
+        "expected",
+        "free_total",
+        "frontier",
+        "hosts",
+        "in_flight",
+        "in_flight_total",
+        "index",
+        "jobs",
+        "lead",
+        "new",
+        "resources",
+        "template",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        template: HostTemplate,
+        in_flight: int,
+        allowance: int,
+        virtual: tuple[HostRecord, dict[str, float]],
+        arrivals: list[float],
+        lead: float,
+    ) -> None:
+        self.index = index  # position in rank order
+        self.template = template
+        self.expected: set[int] = set()  # capacity indices of the in-flight hosts
+        self.free_total = 0  # free slots on this template's virtual hosts
+        self.frontier = 0  # hosts[:frontier] have no free slot left
+        self.in_flight = in_flight  # expected hosts not opened yet this session
+        self.in_flight_total = in_flight
+        self.allowance = allowance  # new hosts that may still be opened
+        self.hosts: list[int] = []  # capacity indices, in the order they are tried
+        self.new = 0  # new hosts opened
+        self.arrivals = arrivals  # when each in-flight host is expected, earliest first
+        self.lead = lead  # how long a new host takes to join
+        self.arrival: dict[int, float] = {}  # opened host -> when it is expected
+
+        self.jobs: list[int] = []
+        self.empty, self.resources = virtual
+        self._no_more: Failure | None = None
+
+    @property
+    def no_more(self) -> Failure:
+        """Why the template cannot take more jobs (made once per session)."""
+        if self._no_more is None:
+            self._no_more = _no_more_hosts(self.template)
+        return self._no_more
+
+
+def static_verdict(
+    state: SchedulerState, bucket: Bucket, supply: TemplateSupply
+) -> tuple[Failure | None, int]:
+    """Why the template's hosts could never take the bucket's jobs (None: they
+    could), and how many of the jobs' slots an empty host of it holds."""
+    template = supply.template
+    verdict: Failure | None = None
+    select = bucket.req.select
+    room = empty_room(supply.template, bucket.per_slot)
+    if not template_allowed(bucket.queue.hosts, template.name):
+        verdict = Failure(
+            RESOURCE, "queue", f"queue {bucket.queue.name} may not use template {template.name}"
+        )
+    elif select is not None and not select(supply.empty.attrs):
+        verdict = Failure(
+            RESOURCE, "select", f"select[{select.text}] does not match template {template.name}"
+        )
+    else:
+        need = bucket.unit
+        per_host = bucket.n if need == bucket.n else (
+            room if bucket.req.span_ptile is None else need
+        )
+        if room < need:
+            verdict = Failure(
+                RESOURCE, "shape",
+                f"template {template.name} holds {room} such slots per host, "
+                f"the job needs {need} on one host",
+            )
+        elif math.ceil(bucket.n / per_host) > template.max:
+            verdict = Failure(
+                RESOURCE, "shape",
+                f"template {template.name} would need {math.ceil(bucket.n / per_host)} "
+                f"hosts for the job, max {template.max}",
+            )
+        else:
+            for res, _amount in bucket.shared:
+                if not any(
+                    p.hosts is None or template_allowed(p.hosts, template.name)
+                    for p in state.pools[res]
+                ):
+                    verdict = Failure(
+                        RESOURCE, "shared",
+                        f"no pool of {res} reaches template {template.name}",
+                    )
+                    break
+    return verdict, room
+
+
+def _no_more_hosts(template: HostTemplate) -> Failure:
+    return Failure(
+        RESOURCE, "allowance", f"Template {template.name} allows no more hosts (max {template.max})"
+    )
+
+
+def virtual_host(template: HostTemplate) -> tuple[HostRecord, dict[str, float]]:
+    """The record every virtual host of a template shares, and its consumables."""
+    record = HostRecord(
+        -1, f"{template.name}:virtual", template.slots, template.type, template.model,
+        template.resources, template.name, "ok", 0,
+    )
+    resources = {
+        r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
+    }
+    return record, resources
