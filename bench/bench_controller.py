@@ -23,7 +23,7 @@ started by this script on loopback (a temporary state directory, stopped at the 
    one submission), then once more from that snapshot.
    Target: <= 10 s (issue 19; 30 s before). When the first run misses it (or with
    --profile), the recovery of the whole log is profiled in-process (cProfile of
-   `Controller._recover`).
+   `Controller.recover`).
 
 The static hosts have no agent: the controller runs with --unreach-after and
 --requeue-after of 10^9 s, so they stay ok (query, recovery) or unavail (submit) and
@@ -616,10 +616,10 @@ def profile_recovery(config: ClusterConfig, db: Path) -> None:
         ctl = Controller(config, store)
         profile = cProfile.Profile()
         began = time.perf_counter()
-        profile.runcall(ctl._recover)
+        profile.runcall(ctl.recover)
         took = time.perf_counter() - began
     print(
-        f"   cProfile of Controller._recover in-process ({took:.1f} s under the profiler), "
+        f"   cProfile of Controller.recover in-process ({took:.1f} s under the profiler), "
         f"top functions by own time:"
     )
     stats = pstats.Stats(profile)

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from xce.config.loader import load_config_text
-from xce.controller import core
+from xce.controller import kernel, sessions
 from xce.controller.auth import Identity
-from xce.controller.core import Controller
+from xce.controller.core import Controller, Settings
 from xce.controller.store import SqliteStore
 from xce.model.api import SubmitRequest
+from xce.model.events import Event
 from xce.model.recording import Recorder, SessionRecord, read_recording
 from xce.sched import SchedulerState
 
@@ -32,13 +33,13 @@ ADMIN = Identity("root", "admin")
 
 def test_facts_during_a_snapshot_survive_recovery(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    slow_read = core.state_events
+    slow_read = kernel.state_events
 
-    def slowly(state: SchedulerState) -> list[core.Event]:
+    def slowly(state: SchedulerState) -> list[Event]:
         time.sleep(0.3)  # the event loop takes submissions meanwhile
         return slow_read(state)
 
-    monkeypatch.setattr(core, "state_events", slowly)
+    monkeypatch.setattr(kernel, "state_events", slowly)
 
     async def test() -> None:
         ctl = Controller(load_config_text(CONFIG), SqliteStore(tmp_path / "xce.db"))
@@ -105,7 +106,7 @@ def test_provisioning_records_survive_a_snapshot_and_recovery(tmp_path: Path) ->
                                            for h in r.hosts])
                  for rid, r in again.records.requests.items()}
         assert after == before
-        again.settings = core.Settings(clean_period=0.0)
+        again.settings = Settings(clean_period=0.0)
         await asyncio.sleep(0.01)
         await again.snapshot()  # r0 ended: forgotten; r1 is still in flight
         assert sorted(again.records.requests) == ["r1"]
@@ -120,13 +121,13 @@ def test_a_fact_during_a_session_follows_it_in_the_recording(
 ) -> None:
     """The session did not see a submission that arrived while it ran: the recording
     (a replay's input) has the session first, then the submission."""
-    quick = core._session
+    quick = sessions._session
 
     def slowly(state: SchedulerState, now: float) -> object:
         time.sleep(0.3)  # the event loop takes a submission meanwhile
         return quick(state, now)
 
-    monkeypatch.setattr(core, "_session", slowly)
+    monkeypatch.setattr(sessions, "_session", slowly)
     recording = tmp_path / "rec.jsonl"
 
     async def test() -> None:

@@ -384,7 +384,7 @@ def test_a_refused_removal_keeps_the_host_and_a_lost_lease_stops_the_cancelling(
     hand.request_hosts("r1", "burst", [HostGrant(f"c-{n}", "t") for n in range(5)])
     prov = Provisioner("http://127.0.0.1:9", "x", "prov-a", load_config_text(HAND),
                        {"hand": hand})
-    prov._open["hand"] = [{"request": "r1", "created": 10.0}]
+    prov.inventory.open["hand"] = [{"request": "r1", "created": 10.0}]
     prov._session_time = 20.0
     hosts = [{"name": f"c-{n}", "template": "burst", "state": "expected", "request": "r1"}
              for n in range(5)]

@@ -32,7 +32,8 @@ from live import LiveCluster, live_cluster, skip_unless_linux, wait_for
 
 from xce.config import load_config_text
 from xce.controller.auth import Identity
-from xce.controller.core import ApiProblem, Controller, Settings
+from xce.controller.core import Controller, Settings
+from xce.controller.problems import ApiProblem
 from xce.controller.store import SqliteStore
 from xce.controller.supply import catalog, set_catalog
 from xce.model.api import CatalogRequest, RegisterRequest

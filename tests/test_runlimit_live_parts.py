@@ -21,10 +21,11 @@ from xce.agent import jobfiles
 from xce.agent.jobs import JobStore, signal_job
 from xce.cli.runlimit import RunLimitError, limit_text, parse_run_limit
 from xce.config.loader import load_config_text
-from xce.controller import core
+from xce.controller import sessions
 from xce.controller.app import job_info
 from xce.controller.auth import Identity
-from xce.controller.core import ApiProblem, Controller, Settings
+from xce.controller.core import Controller, Settings
+from xce.controller.problems import ApiProblem
 from xce.controller.runlimits import MIN_SESSION_GAP, session_delay
 from xce.controller.store import SqliteStore
 from xce.model.api import (
@@ -273,7 +274,7 @@ def test_a_reservation_and_next_due_come_from_the_last_session(
                                                        {"n1": 2}, now + 900)],
                              next_due=now + 3)
 
-    monkeypatch.setattr(core, "run_session", session)
+    monkeypatch.setattr(sessions, "run_session", session)
 
     async def body(ctl: Controller) -> None:
         assert ctl.session_delay() == 10, "no session yet: the interval"

@@ -14,7 +14,9 @@ import pytest
 
 from xce.config.loader import load_config_text
 from xce.controller import supply
-from xce.controller.core import ApiProblem, Controller, _Snapshot
+from xce.controller.core import Controller
+from xce.controller.kernel import _Snapshot
+from xce.controller.problems import ApiProblem
 from xce.controller.store import SqliteStore
 from xce.controller.tokens import STEPS, PoolTokens, TokenLedger
 from xce.model.api import CatalogRequest

@@ -19,11 +19,12 @@ from aiohttp import web
 
 from xce.controller import history, supply
 from xce.controller.auth import Identity, TokenStore
-from xce.controller.core import ApiProblem, Controller
+from xce.controller.core import Controller
 from xce.controller.journal import JournalFailed
 from xce.controller.leases import Lease
 from xce.controller.lifecycle import CLOSE_REASONS, status_label
 from xce.controller.openapi import openapi_document
+from xce.controller.problems import ApiProblem, refuse
 from xce.controller.records import INSTANCE_FINAL, REQUEST_FINAL, RequestRecord
 from xce.controller.tokens import API_STEPS
 from xce.controller.view import FINISHED, PEND, PSUSP, RUN, JobRecord
@@ -141,8 +142,7 @@ def _huge_int(value: object, path: str) -> str | None:
 def caller(request: web.Request, roles: frozenset[str]) -> Identity:
     who: Identity = request[IDENTITY]
     if who.role not in roles:
-        request.app[CONTROLLER].refuse(
-            who, 403, f"role {who.role} may not {request.method} {request.path}")
+        refuse(who, 403, f"role {who.role} may not {request.method} {request.path}")
     return who
 
 
@@ -198,15 +198,15 @@ def authenticate(request: web.Request) -> Identity:
 def job_info(ctl: Controller, job: JobRecord) -> JobInfo:
     spec = job.spec
     pending = job.state in (PEND, PSUSP)
-    reason, kind = ctl.pend_reason(spec.id) if pending else ("", "")
-    reserved = ctl.reservation(spec.id) if pending else None
+    reason, kind = ctl.sessions.pend_reason(spec.id) if pending else ("", "")
+    reserved = ctl.sessions.reservation(spec.id) if pending else None
     return JobInfo(
         id=spec.id, user=spec.user, queue=spec.queue, state=job.state, n=spec.n,
         res=spec.res, name=spec.name, command=list(spec.command), submit_time=spec.submit,
         start_time=job.start_time, end_time=job.end_time, exec_hosts=dict(job.hosts),
         exit_code=job.exit_code, signal=job.signal, exit_reason=job.exit_reason,
         pend_reason=reason, pend_kind=kind, cwd=spec.cwd, output=spec.output, error=spec.error,
-        run_limit=ctl.run_limit(spec),
+        run_limit=ctl.jobs.run_limit(spec),
         expected_start=reserved.start if reserved is not None else None,
         reserved_hosts=dict(reserved.hosts) if reserved is not None else {},
     )
@@ -480,22 +480,22 @@ async def list_queues(request: web.Request) -> web.Response:
 
 async def get_demand(request: web.Request) -> web.Response:
     caller(request, READERS)
-    ctl = request.app[CONTROLLER]
-    result = ctl.last_result
+    sessions = request.app[CONTROLLER].sessions
+    result = sessions.last_result
     if result is None:
         return reply(SessionOutput(0, None, demand=None))
-    return reply(SessionOutput(ctl.sessions, result.now, demand=demand_json(result.demand),
-                               failure_cache_hits=ctl.failure_cache_hits))
+    return reply(SessionOutput(sessions.count, result.now, demand=demand_json(result.demand),
+                               failure_cache_hits=sessions.failure_cache_hits))
 
 
 async def get_idle(request: web.Request) -> web.Response:
     caller(request, READERS)
-    ctl = request.app[CONTROLLER]
-    result = ctl.last_result
+    sessions = request.app[CONTROLLER].sessions
+    result = sessions.last_result
     if result is None:
         return reply(SessionOutput(0, None, idle=None))
-    return reply(SessionOutput(ctl.sessions, result.now, idle=idle_json(result.idle),
-                               failure_cache_hits=ctl.failure_cache_hits))
+    return reply(SessionOutput(sessions.count, result.now, idle=idle_json(result.idle),
+                               failure_cache_hits=sessions.failure_cache_hits))
 
 
 # ---------------------------------------------------------------- shared pools, runtime catalog

@@ -19,7 +19,8 @@ import logging
 from collections.abc import Iterable
 
 from xce.controller.auth import Identity
-from xce.controller.core import ApiProblem, Controller
+from xce.controller.core import Controller
+from xce.controller.problems import ApiProblem, refuse
 from xce.controller.tokens import STEPS
 from xce.model.amounts import EPSILON
 from xce.model.api import (
@@ -78,17 +79,16 @@ def fence(ctl: Controller, who: Identity, templates: Iterable[str] = (),
     for name in templates:
         template = ctl.state.templates.get(name)
         if template is not None:
-            ctl.fenced(who, template.provider)
+            ctl.fencing.fenced(who, template.provider)
     for key in pools:
         pool = find_pool(ctl.state, key)
         if pool is None or pool.countable is None:
             continue
         if pool.countable.provider:
-            ctl.fenced(who, pool.countable.provider)
+            ctl.fencing.fenced(who, pool.countable.provider)
         elif not ctl.leases.held(who.name, who.fence, ctl.clock()):
-            ctl.refuse(who, 409, f"pool {pool.label}: a provisioner changes a countable "
-                                 "only under a provider lease it holds (send its fencing "
-                                 "token)")
+            refuse(who, 409, f"pool {pool.label}: a provisioner changes a countable "
+                             "only under a provider lease it holds (send its fencing token)")
 
 
 def pool_info(ctl: Controller, pool: PoolRecord) -> PoolInfo:

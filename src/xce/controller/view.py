@@ -1,7 +1,7 @@
 """The controller's view of jobs and hosts, built from the same facts as the scheduler
 state: what the API shows and what decisions are checked against (a session's
 dispatch is dropped when a fact about its job or hosts arrived while the session ran:
-Controller.run_session, from the facts that waited in its backlog).
+SessionRunner.run, from the facts that waited in the backlog).
 """
 
 from __future__ import annotations
