@@ -22,9 +22,12 @@ COMPILED = [
     *sorted(str(p) for p in Path("src/xce/sched").glob("*.py")),
     *sorted(str(p) for p in Path("src/xce/policy").glob("*.py")),
     "src/xce/sim/driver.py",
+    "src/xce/sim/jobs.py",
     "src/xce/sim/loop.py",
     "src/xce/sim/metrics.py",
     "src/xce/sim/providers.py",
+    "src/xce/sim/rounds.py",
+    "src/xce/sim/supply.py",
     "src/xce/sim/workload.py",
 ]
 

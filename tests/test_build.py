@@ -10,8 +10,10 @@ from pathlib import Path
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 COMPILED = [
     "xce.sched.realpass", "xce.sched.catalog", "xce.sched.state", "xce.sched.session",
-    "xce.policy.decide", "xce.sim.driver", "xce.sim.loop", "xce.sim.metrics",
-    "xce.sim.providers", "xce.sim.workload",
+    "xce.sched.earliest", "xce.sched.running", "xce.sched.reserving",
+    "xce.policy.decide", "xce.sim.driver", "xce.sim.jobs", "xce.sim.loop",
+    "xce.sim.metrics", "xce.sim.providers", "xce.sim.rounds", "xce.sim.supply",
+    "xce.sim.workload",
 ]
 
 

@@ -23,8 +23,9 @@ from xce.model.cluster import ClusterConfig
 from xce.model.events import SupplyChanged
 from xce.model.policy import LeadTime, ProviderModel
 from xce.model.recording import Recorder, read_recording
-from xce.sim.driver import Simulator, mean_lead_time
+from xce.sim.driver import Simulator
 from xce.sim.providers import HostProvider
+from xce.sim.supply import mean_lead_time
 from xce.sim.workload import Workload, load_workload
 
 TRACE = (Path(__file__).resolve().parents[2] / "shared" / "traces"

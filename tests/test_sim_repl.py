@@ -19,7 +19,8 @@ from xce.model.result import Reservation
 from xce.sched import SchedulerState, run_session
 from xce.sched.rebuild import state_events
 from xce.sim.driver import Simulator
-from xce.sim.repl import Repl, ReplError, parse_time, show_time
+from xce.sim.repl import Repl
+from xce.sim.repl_text import ReplError, parse_time, show_time
 from xce.sim.replay import replay
 from xce.sim.workload import load_workload
 

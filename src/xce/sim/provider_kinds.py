@@ -294,7 +294,7 @@ def _merge_hosts(derived: ProviderModel, given: ProviderModel, keys: frozenset[s
 
 
 def _sim_key(countable: Countable) -> str:
-    """The simulator's key of a countable pool (as `Simulator._token_key`)."""
+    """The simulator's key of a countable pool (as `xce.sim.supply.Supply.token_key`)."""
     if countable.pool in (None, "default"):
         return countable.resource
     return f"{countable.resource}/{countable.pool}"

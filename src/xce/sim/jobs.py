@@ -1,0 +1,141 @@
+"""The simulator's jobs from arrival to end: the workload's jobs that could ever run
+submitted at their submit times, started as sessions dispatch them, ended after their
+recorded run time (or at their run limit when `simulation.enforce_run_limits` says
+so), and ended or requeued with a host the provider takes back.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Final
+
+from xce.model.api import RUN_LIMIT_REACHED
+from xce.model.cluster import Queue
+from xce.model.events import JobFinished, JobStarted, JobSubmitted
+from xce.model.jobs import JobSpec
+from xce.model.result import Dispatch
+from xce.sched.admission import oversize
+from xce.sched.loss import lost_job
+from xce.sched.runlimit import run_limit
+from xce.sim.supply import Supply
+from xce.sim.workload import Workload, WorkloadJob
+
+if TYPE_CHECKING:
+    from xce.sim.driver import Simulator
+
+# A job ended at its run limit, as the live agent ends it (TERM first).
+LIMIT_SIGNAL: Final = 15
+
+
+class JobLifecycle:
+    """The jobs of one simulation run, as the scheduler is told of them."""
+
+    def __init__(self, sim: Simulator, supply: Supply, workload: Workload) -> None:
+        config = sim.config
+        self.sim, self.supply = sim, supply
+        self.loop, self.state, self.metrics = sim.loop, sim.state, sim.metrics
+        # running job -> the number of its start among all starts: a finish scheduled
+        # for an earlier run of a job since requeued is stale (numbers never repeat)
+        self._run_gen: dict[int, int] = {}
+        self._starts = 0
+        # job -> how long it runs here: its recorded run time, or its run limit when
+        # that is shorter and limits are enforced (those jobs are in `_cut`)
+        self._runs: dict[int, float] = {}
+        self._cut: set[int] = set()
+        self._enforce = config.simulation.enforce_run_limits
+        self._queue_of: dict[str, Queue] = {q.name: q for q in config.queues}
+        self._first_queue = config.queues[0].name
+        self._queues = {q.name for q in config.queues}
+        self._admit(workload)
+
+    def _admit(self, workload: Workload) -> None:
+        """The workload's jobs that could ever run (the others are too large), as the
+        stream of arrivals."""
+        config, hosts = self.sim.config, self.state.live_hosts()
+        # Admission depends on the job's slots and requirement only: once per pair.
+        verdicts: dict[tuple[int, str], bool] = {}
+        arrivals: list[WorkloadJob] = []
+        for job in workload.jobs:
+            shape = (job.procs, job.res)
+            fits = verdicts.get(shape)
+            if fits is None:
+                fits = verdicts[shape] = oversize(config, hosts, job.procs, job.res) is None
+            if not fits:
+                self.metrics.too_large.append(job.id)
+                continue
+            arrivals.append(job)
+        # Arrivals are a sorted stream merged into the event loop (each as an input
+        # scheduled before anything else), not hundreds of thousands of heap entries.
+        # (A stable sort by time: the order the heap would pop them in.)
+        now = self.loop.now
+        arrivals.sort(key=lambda j: max(j.submit, now))
+        self._arrivals = arrivals
+        self.loop.stream([max(j.submit, now) for j in arrivals], self._arrive)
+
+    def _arrive(self, index: int) -> None:
+        job = self._arrivals[index]
+        queue = job.queue
+        spec = JobSpec(
+            id=job.id, user=job.user or "nobody",
+            queue=queue if queue in self._queues else self._first_queue,
+            n=job.procs, res=job.res, submit=job.submit, run=job.run,
+            run_limit=job.run_limit,
+        )
+        run = job.run
+        if self._enforce:
+            limit = run_limit(spec, self._queue_of[spec.queue])
+            if limit is not None and run > limit:
+                run = limit
+                self._cut.add(job.id)
+        self._runs[job.id] = run
+        self._submit(spec)
+
+    def _submit(self, spec: JobSpec) -> None:
+        self.sim.apply(JobSubmitted(job=spec))
+        self.metrics.submitted[spec.id] = spec.submit
+        self.metrics.slots[spec.id] = spec.n
+        self.sim.dirty()
+
+    def start(self, dispatch: list[Dispatch], tick: float) -> None:
+        """A session's dispatches start: each job ends after its run here."""
+        sim, supply = self.sim, self.supply
+        started, used_hosts, run_gen = self.metrics.started, supply.used_hosts, self._run_gen
+        runs, loop, finish = self._runs, self.loop, self._finish
+        for d in dispatch:
+            job = d.job
+            sim.apply(JobStarted(job=job, hosts=d.hosts, time=tick, pools=d.pools))
+            started.setdefault(job, tick)
+            used_hosts.update(d.hosts)
+            if supply.provisioned:
+                supply.busy_start(job, d.hosts, tick)
+            self._starts += 1
+            run_gen[job] = self._starts
+            loop.at(tick + runs[job], partial(finish, job, self._starts))
+
+    def _finish(self, job: int, generation: int) -> None:
+        if self._run_gen.get(job) != generation:
+            return  # requeued meanwhile
+        del self._run_gen[job]
+        if job in self.supply.busy:
+            self.supply.busy_end(job)
+        now = self.loop.now
+        if self._cut and job in self._cut:  # ended at its run limit
+            self._cut.discard(job)
+            self.metrics.jobs_killed_at_limit += 1
+            self.sim.apply(JobFinished(job=job, time=now, signal=LIMIT_SIGNAL,
+                                       reason=RUN_LIMIT_REACHED))
+        else:
+            self.sim.apply(JobFinished(job=job, time=now))
+        self.metrics.finish(job, now)
+        self.sim.freed()
+
+    def lost(self, host: str) -> None:
+        """The jobs running on a host the provider took back: requeued (or exited, as
+        their queue says)."""
+        state = self.state
+        for job in sorted(state.host_by_name[host].running):
+            self._run_gen.pop(job, None)
+            if job in self.supply.busy:
+                self.supply.busy_end(job)
+            self.sim.apply(lost_job(state, state.running[job].spec, self.loop.now,
+                                    f"host {host} reclaimed"))
