@@ -75,7 +75,6 @@ class SchedulerState:
 
     def __init__(self, config: ClusterConfig | None = None) -> None:
         self.config = ClusterConfig()
-        self.version = 0  # bumped by every event
         self.capacity_version = 0  # bumped by every event that may change what fits
         self.hosts: list[HostRecord | None] = []
         self.names: list[str] = []  # host names by index ("" where none)
@@ -141,16 +140,13 @@ class SchedulerState:
         xce.model.events.is_scheduler_event)."""
         if type(event) is _SUBMITTED:  # the most frequent events, without `match`
             self._submit(event.job)
-            self.version += 1
             return
         if type(event) is _STARTED:
             start_job(self, event.job, event.hosts, event.pools, event.time)
-            self.version += 1
             self.capacity_version += 1
             return
         if type(event) is _FINISHED:
             finish_job(self, event.job, event.time)
-            self.version += 1
             self.capacity_version += 1
             return
         if type(event) is _HOST_ADDED:
@@ -164,7 +160,6 @@ class SchedulerState:
         else:
             self._apply_other(event)
             return
-        self.version += 1
         self.capacity_version += 1
 
     def _apply_other(self, event: SchedulerEvent) -> None:
@@ -176,8 +171,7 @@ class SchedulerState:
                 requeue_job(self, job_id, time)
             case JobHeld(job=job_id, held=held):
                 self._hold(job_id, held)
-                self.version += 1  # what fits is the same: only who is queued changed
-                return
+                return  # what fits is the same: only who is queued changed
             case SharedTotalChanged(resource=resource, total=total, pool=pool):
                 self._pool(resource, pool).base = total
             case PoolHistoryRestored(pool=key, history=history):
@@ -194,7 +188,6 @@ class SchedulerState:
                     f"{type(event).__name__} is not a scheduler event: the scheduler "
                     "state takes only xce.model.events.SchedulerEvent"
                 )
-        self.version += 1
         self.capacity_version += 1  # anything else may change what fits
 
     def apply_all(self, events: Iterable[SchedulerEvent]) -> None:
