@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xce.config import load_config_text
+from xce.model.causes import Cause
 from xce.model.cluster import Catalog, HostTemplate
 from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, HostDemand, Idle, IdleHost, IdleResource, ResourceDemand
@@ -51,12 +52,14 @@ CATALOG = Catalog(
 
 
 def plain(actions: list[Action]) -> list[tuple[Any, ...]]:
-    """Actions without their reason and jobs: (kind, fields...) in order (the jobs a
-    request is for: tests/test_policy_knobs.py)."""
+    """Actions without their reason, cause and jobs: (kind, fields...) in order (the
+    jobs a request is for: tests/test_policy_knobs.py; causes: the tests that name
+    them)."""
     out = []
     for action in actions:
         fields = msgspec.structs.asdict(action)
         fields.pop("reason")
+        fields.pop("cause", None)
         fields.pop("jobs", None)
         out.append((type(action).__name__, *fields.values()))
     return out
@@ -272,6 +275,9 @@ def test_idle_reclaim_drains_an_idle_host():
     idle = Idle(hosts=[IdleHost("c-1", C5, 700)])
     actions, _ = round_(PolicyConfig(), inp(1000, idle=idle, hosts=[host("c-1", joined=100)]))
     assert actions == [("DrainHost", "c-1")]
+    drain, _ = decide(inp(1000, idle=idle, hosts=[host("c-1", joined=100)]), PolicyMemory(),
+                      PolicyConfig(), CATALOG)
+    assert isinstance(drain[0], DrainHost) and drain[0].cause is Cause.IDLE
 
 
 def test_idle_reclaim_leaves_busy_and_not_yet_idle_hosts():
@@ -317,6 +323,8 @@ def test_maximum_lifetime_drains_an_old_host_even_when_busy():
     actions, _ = decide(inp(87400, hosts=hosts), PolicyMemory(), config, CATALOG)
     assert plain(actions) == [("DrainHost", "c-1")], "c-1 is 86400 s old, c-2 one second less"
     assert actions[0].reason.startswith("maximum lifetime"), actions[0].reason
+    assert isinstance(actions[0], DrainHost) and actions[0].cause is Cause.LIFETIME, \
+        "the cause, not the reason's words, says why (the close reason sent)"
 
 
 def test_maximum_lifetime_zero_means_no_limit():

@@ -22,6 +22,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from xce.model.causes import Cause
 from xce.model.cluster import Catalog, HostTemplate
 from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, HostDemand, Idle, IdleHost, SurplusHosts
@@ -57,11 +58,13 @@ DELAY = PolicyConfig(
 
 
 def plain(actions: list[Action]) -> list[tuple[Any, ...]]:
-    """Actions without their reason: (kind, fields...) in order (`jobs` included)."""
+    """Actions without their reason and cause: (kind, fields...) in order (`jobs`
+    included; causes: the tests that name them)."""
     out = []
     for action in actions:
         fields = msgspec.structs.asdict(action)
         fields.pop("reason")
+        fields.pop("cause", None)
         out.append((type(action).__name__, *fields.values()))
     return out
 
@@ -152,7 +155,8 @@ def test_lifetime_drains_and_decommissions_ignore_keep_idle_while_demand() -> No
     assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-2")]
     drain, _ = decide(inp(1000, demand((C5, 2)), [old], [closed]), PolicyMemory(), config,
                       CATALOG)
-    assert drain[0] == DrainHost("c-1", "maximum lifetime (1000 s)"), "its reason as before"
+    assert drain[0] == DrainHost("c-1", "maximum lifetime (1000 s)", Cause.LIFETIME), \
+        "its reason as before, its cause the lifetime"
 
 
 # --------------------------------------------------------- scale_down_delay_after_add

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from xce.model.causes import Cause
+
 
 class RequestHosts(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
     template: str
@@ -28,10 +30,12 @@ class RequestTokens(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
 
 
 class DrainHost(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
-    """Close a provisioned host to new work (LSF: closed_RC)."""
+    """Close a provisioned host to new work (LSF: closed_RC), for `cause` (idle or
+    lifetime: the close reason sent to the controller)."""
 
     host: str
     reason: str
+    cause: Cause = Cause.IDLE
 
 
 class DecommissionHost(msgspec.Struct, frozen=True, tag=True, tag_field="action"):
@@ -39,6 +43,7 @@ class DecommissionHost(msgspec.Struct, frozen=True, tag=True, tag_field="action"
 
     host: str
     reason: str
+    cause: Cause = Cause.DRAINED
 
 
 class ReturnTokens(msgspec.Struct, frozen=True, tag=True, tag_field="action"):

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import msgspec
 
+from xce.model.causes import Cause
 from xce.model.cluster import Catalog
 from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, Idle
@@ -294,7 +295,8 @@ def _reclaim(
         if state != "ok":
             continue
         if lifetime > 0 and now - host.joined >= lifetime:
-            actions.append(DrainHost(host.name, f"maximum lifetime ({seconds(lifetime)} s)"))
+            actions.append(DrainHost(host.name, f"maximum lifetime ({seconds(lifetime)} s)",
+                                     Cause.LIFETIME))
             open_count[template] -= 1
         elif host.name in idle and open_count[template] > keep.get(template, 0):
             if template in wanted:

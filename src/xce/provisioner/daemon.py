@@ -253,10 +253,9 @@ class Provisioner:
                     return await self._request_hosts(template, count, jobs)
                 case CancelHosts(template=template, count=count):
                     return await self._cancel_hosts(template, count, hosts)
-                case DrainHost(host=host):
+                case DrainHost(host=host, cause=cause):
                     provider = self._template_provider(_template_of_host(hosts, host))
-                    reason = "lifetime" if "lifetime" in action.reason else "idle"
-                    await self._call("POST", f"/hosts/{quote(host)}/close?reason={reason}",
+                    await self._call("POST", f"/hosts/{quote(host)}/close?reason={cause}",
                                      provider=provider)
                     return "closed"
                 case DecommissionHost(host=host):
