@@ -153,7 +153,7 @@ class Plan:
         self._claims: dict[int, int] | None = None
         # held_slots' last count: for whose hosts, at which capacity version and
         # number of changes, and the count.
-        self._held: tuple[Eligible, int, int, int] | None = None
+        self._held: tuple[object, int, int, int] | None = None
 
     # ------------------------------------------------------------------ updates
     def _deltas(self, per_slot: tuple[tuple[str, float], ...], slots: int) -> tuple[float, ...]:
@@ -314,25 +314,18 @@ class Plan:
     def held_slots(self, bucket: Bucket) -> int:
         """The free slots that a job of `bucket` must leave alone to start now (what
         holdback finds, summed). With one booking on slots alone, counted once per
-        change of the capacity or the plan (hot in EASY simulations: every job behind
-        the reservation asks, and few start)."""
-        claims = self._claims
-        if claims is None:
+        eligible hosts and change of the capacity or the plan (hot in EASY
+        simulations: every job behind the reservation asks, and few start)."""
+        if self._claims is None:
             return sum([slots for _index, slots, _res in self.holdback(bucket)])
         if self.now + bucket.window <= self.bookings[0].start:
-            return 0
+            return 0  # (it ends before the reservation starts: nothing held back)
         elig = bucket.eligible
-        assert isinstance(elig, Eligible)
-        memo = self._held
         version, changes = self.cap.version, len(self.changes)
+        memo = self._held
         if memo is not None and memo[0] is elig and memo[1] == version and memo[2] == changes:
             return memo[3]
-        free_slots, open_free, usable = self.cap.free_slots, self.cap.open_free, elig.open
-        total = 0
-        for index in open_free if len(open_free) < len(claims) else list(claims):
-            free = free_slots[index]
-            if free > 0 and index in usable and index in claims:
-                total += max(0, min(free, claims[index]))
+        total = sum([slots for _index, slots, _res in self.holdback(bucket)])
         self._held = (elig, version, changes, total)
         return total
 
