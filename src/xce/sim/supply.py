@@ -203,7 +203,10 @@ class Supply:
         sim = self.sim
         if type(action) is DrainHost:
             host = action.host
-            sim.apply(HostStateChanged(name=host, state="closed", time=self.loop.now))
+            # (closed for its cause, as the provisioner asks the controller: closed_Idle
+            # or closed_Life)
+            sim.apply(HostStateChanged(name=host, state="closed", time=self.loop.now,
+                                       reason=action.cause))
             self.closed.add(host)
             if host in self.open_provisioned:
                 del self.open_provisioned[host]
