@@ -50,6 +50,7 @@ def easy_cluster(processors: int) -> str:
         """)
 
 
+@pytest.mark.skipif(not TRACES.is_dir(), reason="no shared traces beside the repository")
 @pytest.mark.parametrize("name", ["SDSC-SP2-1998-4.2-cln", "KTH-SP2-1996-2.1-cln"])
 def test_xce_easy_is_close_to_the_reference(name: str) -> None:
     path = TRACES / f"{name}.swf.gz"
