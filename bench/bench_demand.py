@@ -22,6 +22,7 @@ from common import machine, median_session, peak_rss_mb
 
 from xce.model.cluster import (
     Catalog,
+    Choose,
     ClusterConfig,
     Countable,
     HostSpec,
@@ -39,22 +40,30 @@ from xce.tuning import settle_heap
 LICENSES = [f"lic{i}" for i in range(10)]
 
 
-def config(provisionable: bool | None, cap: int) -> ClusterConfig:
-    """`provisionable` None: no catalog at all (no template, no countable)."""
+def config(
+    provisionable: bool | None,
+    cap: int,
+    templates: tuple[HostTemplate, ...] | None = None,
+    choose: Choose = "rank",
+) -> ClusterConfig:
+    """`provisionable` None: no catalog at all (no template, no countable);
+    `templates`: instead of the 20 unpriced ones (bench_cost.py); `choose`: the
+    catalog's rule for new hosts."""
     resources = {"mem": ResourceDef("mem", "numeric", consumable=True)}
     for lic in LICENSES:
         resources[lic] = ResourceDef(lic, "numeric", consumable=True, shared=True)
-    templates = tuple(
-        HostTemplate(
-            name=f"t{i:02d}",
-            provider="cloud",
-            slots=[8, 16, 32, 64][i % 4],
-            resources={"mem": float([32000, 64000, 128000, 256000][(i // 4) % 4])},
-            max=400 if provisionable else 0,
-            rank=i,
+    if templates is None:
+        templates = tuple(
+            HostTemplate(
+                name=f"t{i:02d}",
+                provider="cloud",
+                slots=[8, 16, 32, 64][i % 4],
+                resources={"mem": float([32000, 64000, 128000, 256000][(i // 4) % 4])},
+                max=400 if provisionable else 0,
+                rank=i,
+            )
+            for i in range(20)
         )
-        for i in range(20)
-    )
     countables = tuple(
         Countable(resource=lic, max_borrow=500 if provisionable else 0) for lic in LICENSES
     )
@@ -72,33 +81,46 @@ def config(provisionable: bool | None, cap: int) -> ClusterConfig:
             max_jobs_per_session=cap,
             templates=templates if provisionable is not None else (),
             countables=countables if provisionable is not None else (),
+            choose=choose,
         ),
     )
 
 
-def shapes(rng: random.Random) -> list[tuple[int, str]]:
-    found: set[tuple[int, str]] = set()
+def shapes(rng: random.Random, gpu_share: float = 0.0) -> list[tuple[int, str, int]]:
+    """100 job shapes: (slots, requirement string, GPUs per host); about `gpu_share`
+    of them use GPUs (1, 2, 4 or 8 per host)."""
+    found: set[tuple[int, str, int]] = set()
     while len(found) < 100:
         n = rng.choice([1, 1, 2, 4, 8, 16])
         mem = rng.randrange(500, 8000, 500)
         lic = f":{rng.choice(LICENSES)}=1" if rng.random() < 0.3 else ""
         span = rng.choice(["", "span[hosts=1]", "span[ptile=4]"]) if n > 1 else ""
-        found.add((n, f"rusage[mem={mem}{lic}] {span}".strip()))
+        gpus = rng.choice([1, 2, 4, 8]) if gpu_share and rng.random() < gpu_share else 0
+        found.add((n, f"rusage[mem={mem}{lic}] {span}".strip(), gpus))
     return sorted(found)
 
 
-def build(provisionable: bool | None, cap: int, seed: int = 1) -> SchedulerState:
+def build(
+    provisionable: bool | None,
+    cap: int,
+    seed: int = 1,
+    templates: tuple[HostTemplate, ...] | None = None,
+    choose: Choose = "rank",
+    gpu_share: float = 0.0,
+) -> SchedulerState:
+    """The state: 1,000 busy hosts and 100,000 pending jobs of 100 shapes (about
+    `gpu_share` of the shapes with GPUs), on `config`'s catalog."""
     rng = random.Random(seed)
-    state = SchedulerState(config(provisionable, cap))
+    state = SchedulerState(config(provisionable, cap, templates, choose))
     job_id = 0
     for i in range(1000):  # every host busy
         job_id += 1
         state.apply(JobSubmitted(JobSpec(id=job_id, user="filler", queue="normal", n=32)))
         state.apply(JobStarted(job=job_id, hosts={f"h{i:04d}": 32}, time=0))
-    kinds = shapes(rng)
+    kinds = shapes(rng, gpu_share)
     for i in range(100_000):
         job_id += 1
-        n, res = rng.choice(kinds)
+        n, res, gpus = rng.choice(kinds)
         state.apply(
             JobSubmitted(
                 JobSpec(
@@ -108,6 +130,7 @@ def build(provisionable: bool | None, cap: int, seed: int = 1) -> SchedulerState
                     n=n,
                     res=res,
                     submit=float(i // 20),
+                    gpus=gpus,
                 )
             )
         )

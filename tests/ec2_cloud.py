@@ -8,6 +8,8 @@
   Query API's error document, code `InsufficientInstanceCapacity` (moto never runs out
   of capacity by itself).
 * `network(ec2)`: a VPC, a subnet and a security group to launch into.
+* `MetadataService()`: the instance metadata service's spot notice (IMDSv2) on
+  loopback, for agents started with `--spot-metadata URL`.
 * `Cloud`: the part of EC2 moto does not play: booting. Every new instance of the
   cluster that has an `xce:host` tag is "booted" by running its user data (read back
   with DescribeInstanceAttribute) with bash on this machine; an instance terminated
@@ -16,6 +18,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import http.client
@@ -35,6 +38,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import boto3  # type: ignore[import-untyped]
+from aiohttp import web
 from live import free_port, wait_for
 
 REGION = "us-east-1"
@@ -125,6 +129,7 @@ class CapacityProxy:
         self.room: dict[str, int] = {}
         self.launches: dict[str, int] = {}  # instance type -> RunInstances seen
         self.refused: list[str] = []  # instance types refused, one per refusal
+        self.forms: list[dict[str, list[str]]] = []  # every RunInstances, as sent
         self.lock = threading.Lock()
         proxy = self
 
@@ -154,6 +159,7 @@ class CapacityProxy:
         if form.get("Action") == ["RunInstances"]:
             kind = form.get("InstanceType", ["m1.small"])[0]
             with self.lock:
+                self.forms.append(form)
                 self.launches[kind] = self.launches.get(kind, 0) + 1
                 refuse = kind in self.room and self.launches[kind] > self.room[kind]
                 if refuse:
@@ -185,6 +191,80 @@ class CapacityProxy:
         request.send_header("Content-Length", str(len(data)))
         request.end_headers()
         request.wfile.write(data)
+
+
+# ---------------------------------------------------------------- instance metadata
+class MetadataService:
+    """EC2's instance metadata service as far as spot notices go, on loopback (aiohttp,
+    in a thread of its own), as IMDSv2 answers: a session token for `PUT
+    /latest/api/token` (with its TTL header), then `GET
+    /latest/meta-data/spot/instance-action` with that token: 404 until `notice` is
+    set, then the notice document; 401 without a valid token. It counts what it is
+    asked and keeps every Authorization header it sees (an agent must never send its
+    controller token here)."""
+
+    def __init__(self) -> None:
+        self.notice: dict[str, str] | None = None
+        self.tokens: set[str] = set()
+        self.reads = 0  # notice reads with a valid token
+        self.refused = 0  # reads without one (401)
+        self.authorization: list[str] = []
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self._loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        assert self._ready.wait(10), "the metadata service did not start"
+
+    def announce(self, seconds: float = 120.0, action: str = "terminate") -> float:
+        """EC2's two-minute warning: the instance goes in `seconds`; that time."""
+        when = time.time() + seconds
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+        self.notice = {"action": action, "time": stamp}
+        return float(int(when))
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application()
+        app.router.add_put("/latest/api/token", self._token)
+        app.router.add_get("/latest/meta-data/spot/instance-action", self._action)
+        self._runner = web.AppRunner(app, access_log=None)
+        self._loop.run_until_complete(self._runner.setup())
+        port = int(urlsplit(self.url).port or 0)
+        self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", port).start())
+        self._ready.set()
+        self._loop.run_forever()
+
+    def close(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def _seen(self, request: web.Request) -> None:
+        if "Authorization" in request.headers:
+            self.authorization.append(request.headers["Authorization"])
+
+    async def _token(self, request: web.Request) -> web.Response:
+        self._seen(request)
+        ttl = request.headers.get("X-aws-ec2-metadata-token-ttl-seconds", "")
+        if not ttl.isdigit() or not 1 <= int(ttl) <= 21600:
+            return web.Response(status=400, text="Bad Request")
+        token = uuid.uuid4().hex
+        self.tokens.add(token)
+        return web.Response(text=token)
+
+    async def _action(self, request: web.Request) -> web.Response:
+        self._seen(request)
+        if request.headers.get("X-aws-ec2-metadata-token") not in self.tokens:
+            self.refused += 1
+            return web.Response(status=401, text="Unauthorized")
+        self.reads += 1
+        if self.notice is None:
+            return web.Response(status=404, text="Not Found")
+        return web.json_response(self.notice)
 
 
 # ---------------------------------------------------------------- booting

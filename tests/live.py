@@ -202,11 +202,12 @@ class LiveCluster:
     def stop_controller(self, sig: int = signal.SIGKILL) -> None:
         self.stop("controller", sig)
 
-    def start_agent(self, name: str, slots: int = 2, wait: bool = True) -> None:
+    def start_agent(self, name: str, slots: int = 2, wait: bool = True,
+                    extra: Sequence[str] = ()) -> None:
         self._spawn(name, [
             "agent", "--controller", self.url, "--name", name, "--slots", str(slots),
             "--token-file", str(self.tokens[name]), "--state-dir",
-            str(self.root / f"agent-{name}"), "--kill-grace", "2",
+            str(self.root / f"agent-{name}"), "--kill-grace", "2", *extra,
         ])
         if wait:
             wait_for(lambda: self.host(name)["state"] == "ok", 20, f"agent {name} to register")

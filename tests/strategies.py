@@ -20,9 +20,11 @@ from functools import lru_cache
 from itertools import product
 from typing import Any
 
+import msgspec
 from hypothesis import strategies as st
 
 from xce.model.cluster import (
+    CHOOSE_RULES,
     Catalog,
     ClusterConfig,
     Countable,
@@ -783,6 +785,14 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
             )
         )
 
+    max_jobs = draw(st.sampled_from([10000, 10000, 10000, 10000, 3]))
+    # Where new hosts come from (issue 20): every rule, with prices (drawn last, so
+    # that the rest of a world is drawn as before).
+    choose = draw(st.sampled_from(CHOOSE_RULES))
+    templates = tuple(
+        msgspec.structs.replace(t, price=draw(st.sampled_from([0.0, 1.0, 2.0, 3.5])))
+        for t in templates
+    )
     config = ClusterConfig(
         cluster="prop",
         resources=resources,
@@ -792,9 +802,10 @@ def worlds(draw: Any, flavor: str = "general", min_templates: int = 0) -> World:
         limits=tuple(limits),
         catalog=Catalog(
             idle_time=600,
-            max_jobs_per_session=draw(st.sampled_from([10000, 10000, 10000, 10000, 3])),
+            max_jobs_per_session=max_jobs,
             templates=templates,
             countables=tuple(countables),
+            choose=choose,
         ),
     )
     events: list[Event] = [ConfigLoaded(config=config)]

@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 from xce.cli.client import ClientError, controller_url, read_token
 from xce.cli.client_cmds import (
     CLIENT_COMMANDS,
+    demand_cost,
     demand_lines,
     host_long,
     hosts_lines,
@@ -31,7 +32,18 @@ from xce.cli.client_cmds import (
     queues_lines,
     table,
 )
-from xce.model.api import HostInfo, JobInfo, JobList, QueueInfo, SessionOutput
+from xce.cli.provisioner_cmd import running_lines, status_lines
+from xce.model.api import (
+    CatalogInfo,
+    HostInfo,
+    JobInfo,
+    JobList,
+    QueueInfo,
+    SessionOutput,
+    TemplateInfo,
+)
+from xce.model.cluster import HostTemplate
+from xce.provisioner.status import Status, running_hosts
 
 TOKEN = "s3cret"
 # Fri Nov 29 18:40:00 2024 UTC; the tests run with TZ=UTC.
@@ -72,6 +84,16 @@ DEMAND = {
     "surplus": {"hosts": [{"template": "aws.m5", "count": 2}],
                 "resources": [{"resource": "vcs", "amount": 1}]},
 }
+CATALOG = CatalogInfo(templates=[
+    TemplateInfo(name="aws.c5", provider="aws", slots=16, max=10, rank=1, alive=0,
+                 in_flight=2, allowance=None, available=8),
+    TemplateInfo(name="aws.m5", provider="aws", slots=16, max=10, rank=2, alive=0,
+                 in_flight=2, allowance=None, available=8),
+], countables=[])
+PRICED = CatalogInfo(templates=[
+    msgspec.structs.replace(CATALOG.templates[0], price=0.34),
+    msgspec.structs.replace(CATALOG.templates[1], price=0.384),
+], countables=[])
 IDLE = {
     "hosts": [{"host": "cloud-1", "template": "aws.c5", "idle_for": 900}],
     "resources": [{"resource": "hspice/cloud", "amount": 3}],
@@ -224,6 +246,21 @@ def test_demand_tables() -> None:
         "Session 3 at Fri Nov 29 18:40:00", "No demand."]
     assert demand_lines(SessionOutput(session=0, time=None)) == [
         "No scheduling session has run yet."]
+
+
+def test_demand_tables_with_prices_show_the_hourly_cost_of_the_new_hosts() -> None:
+    prices = {"aws.c5": 0.34, "aws.m5": 0.384}
+    lines = demand_lines(SessionOutput(session=42, time=T0, demand=DEMAND), prices)
+    assert lines[:6] == [
+        "Session 42 at Fri Nov 29 18:40:00",
+        "",
+        "Hosts to request:",
+        "TEMPLATE  NEW_HOSTS  IN_FLIGHT_USED  JOBS  PRICE  COST_PER_HOUR",
+        "aws.c5            3               2     3  0.340          1.020",
+        "Hourly cost of the new hosts: 1.020",
+    ], "new hosts x price per host-hour (in-flight hosts are paid for already)"
+    assert lines[6:] == demand_lines(SessionOutput(session=42, time=T0, demand=DEMAND))[5:]
+    assert demand_cost(SessionOutput(session=42, time=T0, demand=DEMAND), {}) is None
 
 
 def test_idle_tables() -> None:
@@ -552,6 +589,7 @@ def test_hosts_queues_and_host_admin(controller: FakeController) -> None:
 def test_demand_and_idle(controller: FakeController) -> None:
     session = {"session": 42, "time": T0, "demand": DEMAND}
     controller.answer("GET", "/demand", session)
+    controller.answer("GET", "/catalog", msgspec.to_builtins(CATALOG))  # (no price)
     controller.answer("GET", "/idle", {"session": 42, "time": T0, "idle": IDLE})
     result = xce("demand")
     assert result.stdout.splitlines() == demand_lines(
@@ -563,6 +601,60 @@ def test_demand_and_idle(controller: FakeController) -> None:
     result = xce("idle")
     assert result.exit_code == 1
     assert result.stderr.startswith("xce: unexpected idle supply from the controller")
+
+
+def test_demand_shows_the_hourly_cost_from_the_catalogs_prices(
+        controller: FakeController) -> None:
+    session = {"session": 42, "time": T0, "demand": DEMAND}
+    controller.answer("GET", "/demand", session)
+    controller.answer("GET", "/catalog", msgspec.to_builtins(PRICED))
+    assert xce("demand").stdout.splitlines() == demand_lines(
+        msgspec.convert(session, SessionOutput), {"aws.c5": 0.34, "aws.m5": 0.384})
+    shown = msgspec.json.decode(xce("demand", "--json").stdout)
+    assert shown["demand"] == DEMAND, "the answer's keys are kept"
+    assert shown["cost"] == {"hosts": {"aws.c5": 1.02}, "total": 1.02}
+    assert msgspec.json.decode(xce("demand", "-l", "--json").stdout)["demand"]["cost"] == (
+        shown["cost"])
+    controller.answer("GET", "/demand", {"session": 43, "time": T0, "demand": {"hosts": []}})
+    controller.requests.clear()
+    assert "cost" not in msgspec.json.decode(xce("demand", "--json").stdout)
+    assert [r.path for r in controller.requests] == ["/demand"], (
+        "no hosts to request: the catalog is not asked for"
+    )
+
+
+def test_provisioner_status_shows_the_hosts_running_and_their_hourly_cost() -> None:
+    templates = [HostTemplate("aws.c5", "aws", 16, price=0.34),
+                 HostTemplate("aws.m5", "aws", 16, price=0.384),
+                 HostTemplate("aws.r5", "aws", 16)]
+    hosts = [{"name": "c-1", "template": "aws.c5", "state": "ok"},
+             {"name": "c-2", "template": "aws.c5", "state": "closed"},
+             {"name": "c-3", "template": "aws.c5", "state": "expected"},
+             {"name": "m-1", "template": "aws.m5", "state": "unreach"},
+             {"name": "m-2", "template": "aws.m5", "state": "failed"},
+             {"name": "r-1", "template": "aws.r5", "state": "ok"},
+             {"name": "n01", "state": "ok"}]
+    running, cost, total = running_hosts(hosts, templates)
+    assert running == {"aws.c5": 2, "aws.m5": 1, "aws.r5": 1}, (
+        "joined and up (ok, closed, unreach); not expected or failed, nor static hosts"
+    )
+    assert cost == {"aws.c5": 0.68, "aws.m5": 0.384, "aws.r5": 0.0}
+    assert total == 1.064
+    shown = Status("prov-a", T0, {"aws": 1}, [], [], [], running, cost, total)
+    assert running_lines(shown) == [
+        "Hosts running:",
+        "  TEMPLATE  HOSTS  COST_PER_HOUR",
+        "  aws.c5        2          0.680",
+        "  aws.m5        1          0.384",
+        "  aws.r5        1          0.000",
+        "Hourly cost of the hosts running: 1.064",
+    ]
+    assert status_lines(shown)[3:] == running_lines(shown)
+    unpriced = running_hosts(hosts, [HostTemplate("aws.c5", "aws", 16)])
+    assert unpriced == ({"aws.c5": 2}, {}, 0.0)
+    assert running_lines(Status("prov-a", T0, {}, [], [], [], unpriced[0])) == [
+        "Hosts running: aws.c5 2"]
+    assert running_lines(Status("prov-a", T0, {}, [], [])) == ["Hosts running: none"]
 
 
 def test_every_command_has_the_connection_options() -> None:

@@ -888,6 +888,54 @@ def test_template_resources_are_checked_like_host_resources() -> None:
     )
 
 
+def test_template_price_and_catalog_choose_are_read_with_their_defaults() -> None:
+    config = config_of(
+        "catalog:\n"
+        "  choose: least-waste\n"
+        "  templates:\n"
+        "    - {name: a, provider: p, slots: 4, price: 0.68}\n"
+        "    - {name: b, provider: p, slots: 4, price: 2}\n"
+        "    - {name: c, provider: p, slots: 4}\n"
+    )
+    assert config.catalog.choose == "least-waste"
+    assert [t.price for t in config.catalog.templates] == [0.68, 2.0, 0.0], "default: 0"
+    assert config_of("catalog:\n  idle_time: 60\n").catalog.choose == "rank", "default: rank"
+    assert config_of("catalog:\n  choose: cost\n").catalog.choose == "cost"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("-0.5", "price must be >= 0"),
+        ("-1", "price must be >= 0"),
+        ("'$1'", "expected a number, got a string ('$1')"),
+        ("true", "expected a number, got a boolean (true)"),
+        (".inf", "price must be a finite number"),
+    ],
+)
+def test_bad_template_price_names_file_line_and_field(value: str, message: str) -> None:
+    text = (
+        "catalog:\n  templates:\n    - {name: a, provider: p, slots: 1}\n"
+        f"    - {{name: t, provider: p, slots: 1, price: {value}}}\n"
+    )
+    assert error_of(text) == f"cluster.yaml:10: catalog.templates[1].price: {message}"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("cheapest", "expected one of rank, cost, least-waste, got 'cheapest'"),
+        ("Cost", "expected one of rank, cost, least-waste, got 'Cost'"),
+        ("least_waste", "expected one of rank, cost, least-waste, got 'least_waste'"),
+        ("1", "expected a string, got a number (1)"),
+    ],
+)
+def test_bad_catalog_choose_names_file_line_and_field(value: str, message: str) -> None:
+    assert error_of(f"catalog:\n  idle_time: 60\n  choose: {value}\n") == (
+        f"cluster.yaml:9: catalog.choose: {message}"
+    )
+
+
 def test_catalog_idle_time_must_not_be_negative() -> None:
     assert error_of("catalog:\n  idle_time: -5\n") == (
         "cluster.yaml:8: catalog.idle_time: idle_time must be >= 0"

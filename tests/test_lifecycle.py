@@ -1,4 +1,4 @@
-"""The host lifecycle's transition table (xce.controller.lifecycle): every edge is
+"""The host lifecycle's transition table (xce.model.lifecycle.HOST_LIFE): every edge is
 allowed with its reason, everything else is refused naming what is allowed, and the
 STATUS labels of `xce hosts`."""
 
@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from xce.controller.lifecycle import (
+from xce.model.lifecycle import (
     CLOSE_REASONS,
-    TRANSITIONS,
+    HOST_LIFE,
     TransitionError,
-    reason_for,
     status_label,
 )
+
+TRANSITIONS = HOST_LIFE.edges
+reason_for = HOST_LIFE.reason_for
 
 STATES = sorted({s for edge in TRANSITIONS for s in edge})
 

@@ -34,7 +34,8 @@ import pytest
 from live import FAST, LiveCluster, live_cluster, skip_unless_linux, wait_for
 
 from xce.config import load_config_text
-from xce.controller.records import ALL_CANCELLED, CANCELLED, OTHERS_CANCELLED
+from xce.controller.records import ALL_CANCELLED, OTHERS_CANCELLED
+from xce.model.lifecycle import CANCELLED
 from xce.policy import Action
 from xce.policy.actions import CancelHosts
 from xce.provisioner.client import ControllerRefused

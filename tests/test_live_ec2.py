@@ -1,15 +1,18 @@
 """The ec2 provider end to end: a real controller, a real `xce provisioner run
 --providers FILE` process whose provider `aws` is of type ec2, and EC2 played by moto's
 server on loopback (behind a proxy that answers EC2's InsufficientInstanceCapacity for
-one instance type). The test plays what moto does not: booting. Each new instance's
+chosen instance types), and the instance metadata service the spot agents read, on
+loopback too. The test plays what moto does not: booting. Each new instance's
 user data, read back from moto, is run with bash here, so a real agent joins as the
 expected host with its token; an instance terminated at EC2 has its machine killed.
 
 * Reconciliation terminates an instance made behind XCE's back with the cluster's tag
   (once older than the provisioner's orphan grace).
-* Pending jobs make demand; the rank-1 template has no capacity (back-off, allowance
-  0), so the demand moves to the rank-2 spot template, whose instances boot, join and
-  run the jobs.
+* Pending jobs make demand; the rank-1 template has no capacity in either of its two
+  instance types (back-off, allowance 0), so the demand moves to the rank-2 spot
+  template, whose instances come up as its second type (its first has no capacity
+  either), boot, join and run the jobs; their agents watch the (loopback) instance
+  metadata service for a spot interruption notice.
 * A spot interruption (the instance terminated behind XCE's back while it runs a job):
   the provisioner, which lists the instances every round, reports the host reclaimed
   (lost); the job is requeued and runs again elsewhere.
@@ -30,6 +33,7 @@ from ec2_cloud import (
     IMAGE,
     CapacityProxy,
     Cloud,
+    MetadataService,
     ec2_client,
     machine_pids,
     moto_server,
@@ -40,12 +44,15 @@ from live import FAST, LiveCluster, live_cluster, skip_unless_linux, wait_for
 
 pytestmark = skip_unless_linux
 
-RECLAIMED = "reclaimed by the provider"  # xce.controller.lifecycle.RECLAIMED
+RECLAIMED = "reclaimed by the provider"  # xce.model.lifecycle.RECLAIMED
 # The provisioner releases an instance no record knows once it is older than its orphan
 # grace (30 s by default): 1 s here.
 ORPHAN_GRACE = 1.0
 GRACE = ("--orphan-grace", "1")
-BIG = "x9.metal"  # the proxy has no capacity of this type
+# The proxy has no capacity of these types: aws.big has none in any of its types, and
+# aws.spot falls back past its first.
+BIG = ("x9.metal", "x8.metal")
+SPOT_FIRST = "x7.large"
 CONFIG = """\
 cluster: {cluster}
 session_interval: 0.2
@@ -68,10 +75,11 @@ endpoint_url: {endpoint}
 max_attempts: 1
 lead_time: 5
 agent_dir: {machines}
+metadata_url: {metadata}
 templates:
-  aws.big: {{instance_type: {big}, image_id: {image}, subnet_id: {subnet}}}
+  aws.big: {{instance_types: [{big[0]}, {big[1]}], image_id: {image}, subnet_id: {subnet}}}
   aws.spot:
-    instance_type: c5.large
+    instance_types: [{{type: {spot_first}, price: 0.05}}, c5.large]
     image_id: {image}
     subnet_id: {subnet}
     security_group_ids: [{group}]
@@ -86,6 +94,7 @@ class Ec2:
     ec2: Any
     subnet: str
     group: str
+    metadata: MetadataService  # what the spot instances' agents read (no notice: 404)
 
 
 @pytest.fixture(scope="module")
@@ -93,12 +102,14 @@ def aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ec2]:
     root = tmp_path_factory.mktemp("moto")
     with moto_server(root / "moto.log") as url:
         proxy = CapacityProxy(url)
-        proxy.room[BIG] = 0
+        proxy.room.update({kind: 0 for kind in (*BIG, SPOT_FIRST)})
         ec2 = ec2_client(url)
         subnet, group = network(ec2)
+        metadata = MetadataService()
         try:
-            yield Ec2(url, proxy, ec2, subnet, group)
+            yield Ec2(url, proxy, ec2, subnet, group, metadata)
         finally:
+            metadata.close()
             proxy.close()
 
 
@@ -136,7 +147,7 @@ def start(cluster: LiveCluster, aws: Ec2, root: Path, name: str) -> Cloud:
     machines = root / "machines"
     (conf / "ec2.yaml").write_text(EC2_YAML.format(
         endpoint=aws.proxy.url, machines=machines, big=BIG, image=IMAGE, subnet=aws.subnet,
-        group=aws.group))
+        group=aws.group, metadata=aws.metadata.url, spot_first=SPOT_FIRST))
     providers = root / "providers.json"
     providers.write_text('{"providers": [{"name": "aws", "type": "ec2", "confPath": "conf"}]}')
     cluster.env.update(AWS_ENV)
@@ -161,6 +172,37 @@ def instance_of(aws: Ec2, cluster: str, host: str) -> dict[str, Any]:
     return raw
 
 
+def check_demand_moved_to_spot(aws: Ec2, cluster: LiveCluster, name: str,
+                               joined: dict[str, dict[str, Any]]) -> None:
+    """aws.big had no capacity in any of its types and was backed off; the jobs ran on
+    aws.spot's instances, of its second type, whose agents watch for the notice."""
+    assert set(BIG) <= set(aws.proxy.refused), "every type of aws.big was tried"
+    log = cluster.log_tail("provisioner", 100_000)
+    assert "failed (capacity): RunInstances: template aws.big: no capacity in any of " \
+        f"its instance types ({BIG[0]}, {BIG[1]})" in log
+    assert "SetAllowance aws.big -> 0" in log, "the template is backed off"
+    assert SPOT_FIRST in aws.proxy.refused, "aws.spot tried its first type first"
+    assert joined and all(h.startswith("aws.spot-") for h in joined), joined
+    for host, record in joined.items():
+        assert (record["template"], record["provider"]) == ("aws.spot", "aws")
+        raw = instance_of(aws, name, host)
+        assert raw["InstanceLifecycle"] == "spot"
+        assert raw["InstanceType"] == "c5.large", "its second type: the first had none"
+        assert [g["GroupId"] for g in raw["SecurityGroups"]] == [aws.group]
+        assert tags(raw)["xce:template"] == "aws.spot"
+        assert tags(raw)["xce:provider"] == "aws"
+        assert tags(raw)["Name"] == host
+        requested = [line for line in log.splitlines()
+                     if "RequestHosts" in line and f" {host}" in line]
+        assert requested and requested[0].endswith(f"({tags(raw)['xce:request']})")
+    assert not [i for i in instances(aws, name) if tags(i).get("xce:template") == "aws.big"]
+    # The spot instances' agents watch for EC2's interruption notice (the user data
+    # passes --spot-metadata), with IMDSv2 session tokens.
+    wait_for(lambda: aws.metadata.reads >= len(joined), 10,
+             "the spot agents to read the metadata service")
+    assert aws.metadata.tokens and aws.metadata.authorization == []
+
+
 def test_demand_to_ec2_instances_reclaim_requeue_and_back(aws: Ec2, tmp_path: Path) -> None:
     name = "ec2live"
     orphan = launch_orphan(aws, name)
@@ -177,25 +219,7 @@ def test_demand_to_ec2_instances_reclaim_requeue_and_back(aws: Ec2, tmp_path: Pa
             for job in jobs:
                 assert cluster.wait_state(job, "DONE", timeout=40)["state"] == "DONE"
             cloud.check()
-            assert BIG in aws.proxy.refused
-            log = cluster.log_tail("provisioner", 100_000)
-            assert "failed (capacity)" in log and "InsufficientInstanceCapacity" in log
-            assert "SetAllowance aws.big -> 0" in log
-            assert joined and all(h.startswith("aws.spot-") for h in joined), joined
-            for host, record in joined.items():
-                assert (record["template"], record["provider"]) == ("aws.spot", "aws")
-                raw = instance_of(aws, name, host)
-                assert raw["InstanceLifecycle"] == "spot"
-                assert raw["InstanceType"] == "c5.large"
-                assert [g["GroupId"] for g in raw["SecurityGroups"]] == [aws.group]
-                assert tags(raw)["xce:template"] == "aws.spot"
-                assert tags(raw)["xce:provider"] == "aws"
-                assert tags(raw)["Name"] == host
-                requested = [line for line in log.splitlines()
-                             if "RequestHosts" in line and f" {host}" in line]
-                assert requested and requested[0].endswith(f"({tags(raw)['xce:request']})")
-            assert not [i for i in instances(aws, name)
-                        if tags(i).get("xce:template") == "aws.big"]
+            check_demand_moved_to_spot(aws, cluster, name, joined)
 
             # A spot interruption while the host runs a job.
             long = cluster.submit(flagged(tmp_path / "ran-once"), n=2)

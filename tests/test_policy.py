@@ -36,7 +36,6 @@ from xce.policy import (
     decide,
     next_due,
 )
-from xce.policy.decide import seconds
 from xce.sim.driver import Simulator
 from xce.sim.workload import load_workload
 
@@ -495,13 +494,6 @@ def test_backoff_moves_demand_to_the_next_template_by_rank(tmp_path: Path):
     assert sim.metrics.hosts_joined == {"second": 2}
     assert sim.metrics.started == {1: 100.0, 2: 100.0}, "the second template's hosts join at 100"
     assert summary["finished"] == 2
-
-
-@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
-                 st.integers(-2_000_000, 2_000_000).map(float),
-                 st.integers(0, 10**9).map(lambda n: n / 1000)))
-def test_seconds_in_reasons_read_as_format_g(value: float) -> None:
-    assert seconds(value) == f"{value:g}"
 
 
 @given(

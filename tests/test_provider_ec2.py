@@ -48,6 +48,7 @@ catalog:
         resources: {{ssd: true, scratch: 500}}}}
     - {{name: aws.spot, provider: aws, slots: 8, max: 5, rank: 2}}
     - {{name: aws.tight, provider: aws, slots: 2, max: 4, rank: 3}}
+    - {{name: aws.multi, provider: aws, slots: 2, max: 4, rank: 4}}
     - {{name: loc, provider: local, slots: 2, max: 2}}
 """
 EC2_YAML = """\
@@ -75,6 +76,13 @@ templates:
     lead_time: 60
   aws.tight:
     instance_type: {tight}
+    image_id: {image}
+    subnet_id: {subnet}
+  aws.multi:
+    instance_types:
+      - {{type: {multi[0]}, price: 0.34}}
+      - {{type: {multi[1]}, price: 0.3}}
+      - {{type: {multi[2]}, price: 0.25}}
     image_id: {image}
     subnet_id: {subnet}
 """
@@ -110,6 +118,7 @@ class Setup:
     provider: Ec2Provider
     cluster: str
     tight: str  # the instance type of aws.tight (unique to the test)
+    multi: list[str]  # the instance types of aws.multi, in their order (unique too)
 
 
 def make(world: World, tmp_path: Path, endpoint: str | None = None) -> Setup:
@@ -117,18 +126,19 @@ def make(world: World, tmp_path: Path, endpoint: str | None = None) -> Setup:
     `xce provisioner run --providers` builds it."""
     cluster = f"c{uuid.uuid4().hex[:8]}"
     tight = f"x{uuid.uuid4().hex[:6]}.large"  # moto accepts unknown types
+    multi = [f"{family}{uuid.uuid4().hex[:4]}.xlarge" for family in ("m", "c", "r")]
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "ec2.yaml").write_text(EC2_YAML.format(
         endpoint=endpoint or world.proxy.url, image=IMAGE, subnet=world.subnet,
-        group=world.group, tight=tight))
+        group=world.group, tight=tight, multi=multi))
     providers = tmp_path / "providers.json"
     providers.write_text('{"providers": [{"name": "aws", "type": "ec2", "confPath": "conf"}]}')
     context = ProviderContext(load_config_text(CLUSTER.format(cluster=cluster)), CONTROLLER,
                               str(tmp_path / "work"))
     built = build_providers(load_providers(providers), context)["aws"]
     assert isinstance(built, Ec2Provider)
-    return Setup(built, cluster, tight)
+    return Setup(built, cluster, tight, multi)
 
 
 def grants(*names: str) -> list[HostGrant]:
@@ -168,6 +178,8 @@ def test_describe_offers_the_catalog_shapes_with_the_ec2_settings(world: World,
                       lead_time=90, cost_per_hour=0.192),
         TemplateOffer("aws.spot", 8, max=2, lead_time=60),  # ec2.yaml caps it below 5
         TemplateOffer("aws.tight", 2, max=4, lead_time=90),
+        # no cost_per_hour: the dearest of its instance types (EC2 may give any)
+        TemplateOffer("aws.multi", 2, max=4, lead_time=90, cost_per_hour=0.34),
     )
 
 
@@ -216,6 +228,18 @@ def test_user_data_starts_the_agent_of_its_host_with_its_token(world: World,
         assert checked.returncode == 0, checked.stderr
 
 
+def user_data(world: World, instance: str) -> str:
+    answer = world.ec2.describe_instance_attribute(InstanceId=instance, Attribute="userData")
+    return base64.b64decode(answer["UserData"]["Value"]).decode()
+
+
+def sent(world: World, request: str, host: str) -> list[dict[str, list[str]]]:
+    """The RunInstances calls for `host` of `request`, as the provider sent them (seen
+    by the proxy; its client token starts `request/host`)."""
+    return [form for form in world.proxy.forms
+            if form.get("ClientToken", [""])[0].startswith(f"{request}/{host}")]
+
+
 def test_spot_template_launches_spot_instances(world: World, tmp_path: Path) -> None:
     setup = make(world, tmp_path)
     [made] = setup.provider.request_hosts("prov-a-0003", "aws.spot", grants("aws.spot-1"))
@@ -223,8 +247,66 @@ def test_spot_template_launches_spot_instances(world: World, tmp_path: Path) -> 
     assert raw["InstanceLifecycle"] == "spot"
     assert raw["InstanceType"] == "c5.2xlarge"
     assert tags(raw)["xce:template"] == "aws.spot"
+    [form] = sent(world, "prov-a-0003", "aws.spot-1")
+    assert form["InstanceMarketOptions.SpotOptions.MaxPrice"] == ["0.20"]
+    assert "--spot-metadata http://169.254.169.254 " in user_data(world, made.id), \
+        "a spot instance's agent reads EC2's interruption notice"
     [od] = setup.provider.request_hosts("prov-a-0004", "aws.od", grants("aws.od-1"))
     assert described(world, [od.id])[od.id].get("InstanceLifecycle") is None
+    assert "--spot-metadata" not in user_data(world, od.id)
+
+
+# ---------------------------------------------------------------- instance types
+def test_instance_types_are_tried_in_order_past_capacity_errors(world: World,
+                                                                 tmp_path: Path) -> None:
+    """EC2 has no room for the first two types: both hosts come up as the third, and
+    the second host does not ask again for the types that already had none."""
+    setup = make(world, tmp_path)
+    first, second, third = setup.multi
+    world.proxy.room.update({first: 0, second: 0})
+    made = setup.provider.request_hosts("prov-a-0010", "aws.multi",
+                                        grants("aws.multi-1", "aws.multi-2"))
+    seen = described(world, [i.id for i in made])
+    assert [seen[i.id]["InstanceType"] for i in made] == [third, third]
+    assert all(i.state == "running" for i in made)
+    assert [world.proxy.refused.count(t) for t in (first, second)] == [1, 1]
+    tried = [form["InstanceType"][0] for form in sent(world, "prov-a-0010", "aws.multi-1")]
+    assert tried == [first, second, third], "in the order of instance_types"
+    again = sent(world, "prov-a-0010", "aws.multi-2")
+    assert [form["InstanceType"][0] for form in again] == [third]
+    tokens = [form["ClientToken"][0] for form in sent(world, "prov-a-0010", "aws.multi-1")]
+    assert tokens == ["prov-a-0010/aws.multi-1", f"prov-a-0010/aws.multi-1/{second}",
+                      f"prov-a-0010/aws.multi-1/{third}"], "a fallback has its own token"
+
+
+def test_no_room_in_any_instance_type_is_capacity_naming_every_type(world: World,
+                                                                    tmp_path: Path) -> None:
+    setup = make(world, tmp_path)
+    world.proxy.room.update({kind: 0 for kind in setup.multi})
+    err = refusal(setup.provider.request_hosts, "prov-a-0011", "aws.multi",
+                  grants("aws.multi-1"))
+    assert err.kind == "capacity", "the provisioner backs the template off"
+    text = str(err)
+    assert text.startswith(f"RunInstances: template aws.multi: no capacity in any of its "
+                           f"instance types ({', '.join(setup.multi)}): "), text
+    for kind in setup.multi:
+        assert f"RunInstances ({kind}): InsufficientInstanceCapacity: " in text, kind
+    assert cluster_instances(world, setup.cluster) == []
+
+
+def test_a_spot_template_sends_each_types_price_as_its_max_price(world: World,
+                                                                 tmp_path: Path) -> None:
+    setup = make(world, tmp_path)
+    first, second, _ = setup.multi
+    world.proxy.room[first] = 0
+    templates = tuple(msgspec.structs.replace(t, market="spot") if t.name == "aws.multi"
+                      else t for t in setup.provider.config.templates)
+    spot = Ec2Provider(msgspec.structs.replace(setup.provider.config, templates=templates))
+    [made] = spot.request_hosts("prov-a-0012", "aws.multi", grants("aws.multi-1"))
+    assert described(world, [made.id])[made.id]["InstanceLifecycle"] == "spot"
+    prices = [(form["InstanceType"][0], form["InstanceMarketOptions.SpotOptions.MaxPrice"])
+              for form in sent(world, "prov-a-0012", "aws.multi-1")]
+    assert prices == [(first, ["0.34"]), (second, ["0.3"])]
 
 
 def test_a_retried_request_starts_nothing_twice(world: World, tmp_path: Path) -> None:
@@ -273,7 +355,7 @@ def test_insufficient_capacity_is_capacity_and_leaves_nothing_running(
                   grants("aws.tight-1", "aws.tight-2"))
     assert err.kind == "capacity"
     assert "InsufficientInstanceCapacity" in str(err) and setup.tight in str(err)
-    assert world.proxy.refused == [setup.tight]
+    assert world.proxy.refused.count(setup.tight) == 1
     [started] = cluster_instances(world, setup.cluster)
     assert tags(started)["xce:host"] == "aws.tight-1"
     assert started["State"]["Name"] == "terminated"
@@ -377,7 +459,13 @@ GOOD = {"region": "us-east-1",
         "templates": {"aws.od": {"instance_type": "m5.large", "image_id": "ami-1"},
                       "aws.spot": {"instance_type": "c5.large", "image_id": "ami-1",
                                    "market": "spot"},
-                      "aws.tight": {"instance_type": "t3.small", "image_id": "ami-1"}}}
+                      "aws.tight": {"instance_type": "t3.small", "image_id": "ami-1"},
+                      "aws.multi": {"instance_types": ["t3.small", "t3a.small"],
+                                    "image_id": "ami-1"}}}
+
+
+# A template entry with its image but no instance type yet (lines 1-4).
+OD = "region: us-east-1\ntemplates:\n  aws.od:\n    image_id: ami-1\n"
 
 
 @pytest.mark.parametrize(("text", "line", "field", "words"), [
@@ -399,6 +487,21 @@ GOOD = {"region": "us-east-1",
     ("region: us-east-1\ntags: {'xce:cluster': x}\n", 2, "tags.xce:cluster", "reserved"),
     ("region: us-east-1\nmax_attempts: 0\n", 2, "max_attempts", ">= 1"),
     ("region: [us-east-1\n", 1, "", "invalid YAML"),
+    (f"{OD}    instance_types: []\n", 5, "templates.aws.od.instance_types",
+     "must list at least one instance type"),
+    (f"{OD}    instance_types:\n      - m5.large\n      - 5\n", 7,
+     "templates.aws.od.instance_types[1]", "expected an instance type or a mapping"),
+    (f"{OD}    instance_types:\n      - {{type: m5.large, price: -0.5}}\n", 6,
+     "templates.aws.od.instance_types[0].price", "price must be > 0, got -0.5"),
+    (f"{OD}    instance_types:\n      - {{type: m5.large, cost: 1}}\n", 6,
+     "templates.aws.od.instance_types[0].cost", "unknown key"),
+    (f"{OD}    instance_types:\n      - {{price: 1}}\n", 6,
+     "templates.aws.od.instance_types[0].type", "missing required key"),
+    (f"{OD}    instance_types: [m5.large, m5.large]\n", 5,
+     "templates.aws.od.instance_types[1]", "m5.large is listed twice"),
+    (f"{OD}    instance_type: m5.large\n    instance_types: [m5.large]\n", 6,
+     "templates.aws.od.instance_types", "not both"),
+    (OD, 4, "templates.aws.od.instance_type", "or 'instance_types', a list"),
 ])
 def test_bad_configuration_names_file_line_and_field(tmp_path: Path, text: str, line: int,
                                                      field: str, words: str) -> None:

@@ -1,5 +1,6 @@
 """Provisioning records (xce.controller.records): requests and instances follow their
-hosts through one transition table each, a reason for every edge."""
+hosts through one transition table each (xce.model.lifecycle), a reason for every edge,
+each change with its host change's cause."""
 
 from __future__ import annotations
 
@@ -7,13 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xce.controller.lifecycle import RECLAIMED
-from xce.controller.records import (
-    INSTANCE_TRANSITIONS,
-    REQUEST_TRANSITIONS,
-    RecordBook,
-    RecordError,
-)
+from xce.controller.records import ALL_CANCELLED, RecordBook
+from xce.model.causes import Cause
 from xce.model.events import (
     Event,
     ExpectedHostEnded,
@@ -25,6 +21,16 @@ from xce.model.events import (
     RequestChanged,
     RequestRecorded,
 )
+from xce.model.lifecycle import (
+    CANCELLED,
+    INSTANCE_LIFE,
+    RECLAIMED,
+    REQUEST_LIFE,
+    TransitionError,
+)
+
+INSTANCE_TRANSITIONS = INSTANCE_LIFE.edges
+REQUEST_TRANSITIONS = REQUEST_LIFE.edges
 
 
 def book_with(count: int) -> RecordBook:
@@ -125,13 +131,53 @@ def test_no_host_joined_fails_the_request() -> None:
 def test_a_refused_request_releases_its_instances_with_the_reason() -> None:
     book = book_with(2)
     made = book.change_request("r1", "failed", 2.0, "capacity: no c5 in eu-west-1a")
-    made += feed(book, [ExpectedHostEnded(f"c5-{n}", "removed", "refused: capacity: no c5")
-                        for n in (1, 2)])
+    made += feed(book, [ExpectedHostEnded(f"c5-{n}", "removed", "refused: capacity: no c5",
+                                          cause=Cause.REFUSED) for n in (1, 2)])
     assert changes(made) == [
         ("r1", "failed", "capacity: no c5 in eu-west-1a"),
         ("c5-1", "released", "refused: capacity: no c5"),
         ("c5-2", "released", "refused: capacity: no c5"),
     ]
+    assert {i.cause for i in book.instances.values()} == {Cause.REFUSED}
+
+
+def test_cancelled_hosts_release_their_instances_as_cancelled() -> None:
+    """The cause, not the reason's words, says an instance was cancelled: started by
+    the provider or not, the request then says every host was cancelled."""
+    book = book_with(2)
+    accept(book, "c5-1")
+    made = feed(book, [ExpectedHostEnded(f"c5-{n}", "removed", "cancelled",
+                                         cause=Cause.CANCELLED) for n in (1, 2)])
+    assert changes(made) == [
+        ("c5-1", "released", CANCELLED),
+        ("c5-2", "released", CANCELLED),
+        ("r1", "failed", ALL_CANCELLED),
+    ]
+    assert all(isinstance(f, InstanceChanged) and f.cause is Cause.CANCELLED
+               for f in made[:2])
+
+
+def test_a_host_fact_without_a_cause_has_the_one_its_reason_stood_for() -> None:
+    """Facts of release 0.1 carry no cause: a close's reason is its cause's value, a host
+    lost as RECLAIMED was reclaimed; an instance change is read the same way."""
+    book = book_with(2)
+    accept(book, "c5-1", "c5-2")
+    feed(book, [joined("c5-1"), joined("c5-2")])
+    made = feed(book, [HostStateChanged("c5-1", "closed", 6.0, "idle"),
+                       HostStateChanged("c5-2", "lost", 6.0, RECLAIMED)])
+    assert [(f.host, f.state, f.cause) for f in made if isinstance(f, InstanceChanged)] == [
+        ("c5-1", "draining", Cause.IDLE), ("c5-2", "lost", Cause.RECLAIM)]
+    old = RecordBook()
+    old.apply(RequestRecorded("r1", "aws", "c5", 1, "prov-a", 1.0))
+    old.apply(InstanceRecorded("c5-1", "r1", "aws", "c5", 1.0))
+    old.apply(InstanceChanged("c5-1", "running", "started by the provider", 2.0))
+    old.apply(InstanceChanged("c5-1", "released", CANCELLED, 3.0))
+    assert old.instances["c5-1"].cause is Cause.CANCELLED
+    requests, instances = old.snapshot()
+    instances[0].cause = None  # as a snapshot of release 0.1 decodes
+    again = RecordBook()
+    again.restore(requests, instances)
+    assert again.instances["c5-1"].cause is Cause.CANCELLED
 
 
 def test_a_host_that_joins_before_its_acceptance_is_recorded() -> None:
@@ -148,7 +194,8 @@ def test_a_reclaimed_host_is_lost_and_its_request_returned() -> None:
     book = book_with(1)
     accept(book, "c5-1")
     feed(book, [joined("c5-1")])
-    assert changes(feed(book, [HostStateChanged("c5-1", "lost", 9.0, RECLAIMED)])) == [
+    assert changes(feed(book, [HostStateChanged("c5-1", "lost", 9.0, RECLAIMED,
+                                                Cause.RECLAIM)])) == [
         ("c5-1", "lost", RECLAIMED),
         ("r1", "returning", "hosts are being given back"),
         ("r1", "returned", "every host given back"),
@@ -166,10 +213,11 @@ def test_an_unreachable_host_is_not_lost_for_its_instance() -> None:
 
 def test_a_forbidden_change_names_what_is_allowed() -> None:
     book = book_with(1)
-    with pytest.raises(RecordError, match=r"instance of host c5-1 is requested: it cannot "
+    with pytest.raises(TransitionError, match=r"instance of host c5-1 is requested: it cannot "
                        r"become draining \(from requested: released, running\)"):
         book.change_instance("c5-1", "draining", 2.0)
-    with pytest.raises(RecordError, match="request r1 is requested: it cannot become returned"):
+    with pytest.raises(TransitionError,
+                       match="request r1 is requested: it cannot become returned"):
         book.change_request("r1", "returned", 2.0)
     assert book.instances["c5-1"].state == "requested"
 
@@ -210,14 +258,14 @@ HOST_STEPS = st.sampled_from([
 def host_fact(step: str, name: str) -> Event | None:
     return {
         "join": joined(name),
-        "drain": HostStateChanged(name, "closed", 5.0, "idle"),
+        "drain": HostStateChanged(name, "closed", 5.0, "idle", Cause.IDLE),
         "open": HostStateChanged(name, "ok", 5.0, "opened"),
         "decommission": HostStateChanged(name, "decommissioned", 5.0, "decommissioned"),
         "remove": HostRemoved(name, 5.0),
-        "reclaim": HostStateChanged(name, "lost", 5.0, RECLAIMED),
+        "reclaim": HostStateChanged(name, "lost", 5.0, RECLAIMED, Cause.RECLAIM),
         "deadline": ExpectedHostEnded(name, "failed", "join deadline passed", 5.0),
         "clear": ExpectedHostEnded(name, "removed", "cleared", 5.0),
-        "cancel": ExpectedHostEnded(name, "removed", "cancelled", 5.0),
+        "cancel": ExpectedHostEnded(name, "removed", "cancelled", 5.0, Cause.CANCELLED),
     }.get(step)
 
 

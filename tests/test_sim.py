@@ -423,6 +423,27 @@ def test_elastic_run_requests_joins_runs_and_reclaims(tmp_path):
     assert summary["utilization"] == pytest.approx(busy / capacity)
 
 
+def test_priced_templates_give_cost_per_template_and_in_total(tmp_path):
+    """The run of the test above with prices: cloud 0.75 an hour, spare 2.0 (never
+    used). `cost` is each template's host-hours times its price (cloud 2 hosts x 510 s
+    = 0.283 h, 0.2125; spare 0) and `cost_total` their sum; a run without any price
+    has neither key (FORMATS.md, "Simulator summary")."""
+    jobs = workload(tmp_path, ELASTIC_JOBS)
+    priced = ELASTIC.replace(
+        "- {name: cloud, provider: sim, slots: 4, max: 4}",
+        "- {name: cloud, provider: sim, slots: 4, max: 4, price: 0.75}\n"
+        "        - {name: spare, provider: sim, slots: 4, max: 4, rank: 9, price: 2.0}",
+    )
+    _sim, summary = simulate(cluster(priced), jobs)
+    assert summary["host_hours"] == {"cloud": round(2 * 510 / 3600, 3)}
+    assert summary["cost"] == {"cloud": round(2 * 510 / 3600 * 0.75, 3)}, (
+        "cost per template that had hosts: host-hours x price"
+    )
+    assert summary["cost_total"] == round(2 * 510 / 3600 * 0.75, 3)
+    _sim, unpriced = simulate(cluster(ELASTIC), jobs)
+    assert "cost" not in unpriced and "cost_total" not in unpriced, "no price: no cost keys"
+
+
 def test_reclaimed_hosts_lose_jobs_that_are_requeued_and_still_finish(tmp_path):
     config = cluster("""
         cluster: spot

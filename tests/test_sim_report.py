@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 from matplotlib.image import imread
 
 from xce.config import load_config
@@ -100,3 +101,35 @@ def test_time_unit() -> None:
     assert time_unit(3600)[0] == "minutes"
     assert time_unit(36 * 3600)[0] == "hours"
     assert time_unit(30 * 86400)[0] == "days"
+
+
+def test_report_shows_cost_per_template_and_in_total(tmp_path: Path) -> None:
+    """With a price on the template, index.html has a Cost table: the template's
+    host-hours, its price per host-hour, its cost (host-hours x price), and the total
+    (the summary's `cost` and `cost_total`). Without a price there is no such table."""
+    priced = CLUSTER.replace("slots: 4, max: 3}", "slots: 4, max: 3, price: 1.5}")
+    assert priced != CLUSTER
+    (tmp_path / "cluster.yaml").write_text(priced)
+    (tmp_path / "jobs.yaml").write_text(textwrap.dedent(JOBS))
+    simulator = Simulator(load_config(tmp_path / "cluster.yaml"),
+                          load_workload(tmp_path / "jobs.yaml"))
+    simulator.run()
+    summary = simulator.summary()
+    hours = summary["host_hours"]["cloud"]
+    assert hours > 0
+    assert summary["cost"]["cloud"] == pytest.approx(hours * 1.5, abs=0.001), (
+        "host-hours x price (each rounded to 3 places)"
+    )
+    write_report(tmp_path / "r", simulator, summary)
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "<h2>Cost</h2>" in page
+    cost = summary["cost"]["cloud"]
+    row = (f'<tr><th>cloud</th><td class="value">{hours:,.3f}</td>'
+           f'<td class="value">1.500</td><td class="value">{cost:,.3f}</td></tr>')
+    assert row in page, "per template: host-hours, price per host-hour, cost"
+    assert (f'<tr><th>total</th><td></td><td></td>'
+            f'<td class="value">{summary["cost_total"]:,.3f}</td></tr>') in page
+    (tmp_path / "plain").mkdir()
+    plain = simulate(tmp_path / "plain")
+    write_report(tmp_path / "p", plain, plain.summary())
+    assert "<h2>Cost</h2>" not in (tmp_path / "p" / "index.html").read_text()

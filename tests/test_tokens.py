@@ -18,7 +18,7 @@ from xce.controller.core import Controller
 from xce.controller.kernel import _Snapshot
 from xce.controller.problems import ApiProblem
 from xce.controller.store import SqliteStore
-from xce.controller.tokens import STEPS, PoolTokens, TokenLedger
+from xce.controller.tokens import PoolTokens, TokenLedger
 from xce.model.api import CatalogRequest
 from xce.model.events import (
     ConfigLoaded,
@@ -30,6 +30,7 @@ from xce.model.events import (
     TokensChanged,
 )
 from xce.model.jobs import JobSpec
+from xce.model.lifecycle import TOKEN_LIFE, TOKEN_STEPS, TokenState
 from xce.sched import SchedulerState
 
 
@@ -102,9 +103,13 @@ def test_a_bad_logged_step_never_stops_recovery() -> None:
 
 
 def test_every_step_moves_between_known_places() -> None:
-    places = {None, "in_flight", "borrowed", "returning"}
-    for step, (source, target, why) in STEPS.items():
+    places = {"lender", "in_flight", "borrowed", "returning"}
+    for step, (source, target) in TOKEN_STEPS.items():
+        why = TOKEN_LIFE.edges[(source, target)]
         assert source in places and target in places and source != target and why, step
+    assert set(TOKEN_STEPS.values()) == set(TOKEN_LIFE.edges), "a step for every edge"
+    kept = set(PoolTokens.__struct_fields__)
+    assert kept == {p for p in TokenState if p is not TokenState.LENDER}
 
 
 def test_the_ledger_survives_a_snapshot_and_old_snapshots_still_decode() -> None:

@@ -1,6 +1,7 @@
 """The agent's loop: register with the controller, then heartbeat (docs/agent.md).
 
-Each heartbeat says which jobs run and which ended (again until acknowledged); the
+Each heartbeat says which jobs run and which ended (again until acknowledged), and
+EC2's spot interruption notice once the agent has read it (`--spot-metadata`); the
 reply says which to start, which to kill, which reports to forget. The controller
 being down changes nothing for the jobs: the agent retries with backoff and kills a job
 on its own only at its run limit (from the launch). Stopping the agent (SIGTERM) leaves
@@ -10,9 +11,11 @@ its jobs running.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import signal
+import time
 from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import quote
@@ -21,6 +24,7 @@ import aiohttp
 import msgspec
 
 from xce.agent.jobs import JobStore
+from xce.agent.spot import MetadataError, SpotWatch
 from xce.model.api import (
     ApiError,
     Heartbeat,
@@ -36,6 +40,7 @@ T = TypeVar("T")
 # more, e.g. after its own restart): register again.
 REREGISTER = (404, 409)
 MIN_INTERVAL = 0.01  # never a busy loop, whatever the controller says
+METADATA_TIMEOUT = 2.0  # s per request to the instance metadata service (it is local)
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,10 @@ class AgentSettings:
     retry_max: float = 30.0
     request_timeout: float = 10.0
     kill_check: float = 0.5  # how often run limits and kill graces are checked
+    # The instance metadata service to read EC2's spot interruption notice from
+    # (http://169.254.169.254 on EC2; "": none is read) and how often to ask.
+    spot_metadata: str = ""
+    spot_poll: float = 5.0
 
 
 class ControllerError(Exception):
@@ -121,6 +130,8 @@ class Agent:
     def __init__(self, settings: AgentSettings, store: JobStore) -> None:
         self.settings = settings
         self.store = store
+        self.reclaim_at: float | None = None  # EC2's notice: it takes the host back then
+        self._wake = asyncio.Event()  # send the next heartbeat now, not at its interval
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve the controller until `stop` is set (jobs keep running) or the loop
@@ -137,6 +148,8 @@ class Agent:
                 asyncio.create_task(self._enforce_kills()),
                 stopped,
             }
+            if self.settings.spot_metadata:
+                tasks.add(asyncio.create_task(self._watch_spot()))
             try:
                 done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -169,7 +182,14 @@ class Agent:
                     # hears from every agent within its grace period.
                     wait = min(backoff.delay(), interval)
                     log.warning("%s; retrying in %.1f s", err, wait)
-            await asyncio.sleep(wait)
+            await self._pause(wait)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait for the next request to the controller: `seconds`, or less when there
+        is news that cannot wait (a spot notice)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        self._wake.clear()
 
     async def _register(self, controller: Controller) -> float:
         """Register, naming the jobs that still run here (after an agent restart): the
@@ -191,7 +211,8 @@ class Agent:
     async def _heartbeat(self, controller: Controller) -> float:
         # Running first: a job that ends in between is then in both lists, never in none.
         running = self.store.running()
-        beat = Heartbeat(running=running, finished=self.store.finished())
+        beat = Heartbeat(running=running, finished=self.store.finished(),
+                         reclaim_at=self.reclaim_at)
         reply = await controller.heartbeat(beat)
         # Acks first: a job requeued with the same id may be started again in this reply.
         self.store.ack(reply.ack)
@@ -200,6 +221,36 @@ class Agent:
         for job in reply.kill:
             self.store.kill(job)
         return max(reply.heartbeat_interval, MIN_INTERVAL)
+
+    async def _watch_spot(self) -> None:
+        """Ask the metadata service for EC2's interruption notice until there is one;
+        then heartbeat at once (every heartbeat carries it from then on: the controller
+        closes the host and requeues its jobs). Never ends by itself."""
+        watch = SpotWatch(self.settings.spot_metadata)
+        failing = False
+        timeout = aiohttp.ClientTimeout(total=METADATA_TIMEOUT)
+        # A session of its own: the agent's token is for the controller only.
+        async with aiohttp.ClientSession(timeout=timeout) as http:
+            while True:
+                try:
+                    when = await watch.reclaim_at(http)
+                except MetadataError as err:
+                    if not failing:  # once, not every few seconds
+                        log.warning("spot notice: %s; asking again every %g s", err,
+                                    self.settings.spot_poll)
+                    failing = True
+                else:
+                    if failing:
+                        log.info("spot notice: the metadata service answers again")
+                    failing = False
+                    if when is not None:
+                        break
+                await asyncio.sleep(self.settings.spot_poll)
+        log.warning("spot interruption notice: EC2 takes this host back at %s; telling "
+                    "the controller", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when)))
+        self.reclaim_at = when
+        self._wake.set()
+        await asyncio.Event().wait()  # the notice stands until the machine goes
 
     async def _enforce_kills(self) -> None:
         while True:

@@ -1,5 +1,6 @@
-"""What the agent registers for its host: slots, type, model and resources, from a host
-file (YAML) and command-line options, the options winning."""
+"""What the agent registers for its host: slots, type, model, resources and GPUs, from a
+host file (YAML) and command-line options, the options winning (the GPUs nvidia-smi
+finds win over both: xce.agent.gpus)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import yaml
 from xce.model.api import RegisterRequest
 from xce.model.cluster import ResourceValue
 
-HOST_FILE_KEYS = ("slots", "type", "model", "resources")
+HOST_FILE_KEYS = ("slots", "type", "model", "resources", "gpus")
 
 
 class HostSpecError(ValueError):
@@ -38,7 +39,7 @@ def parse_resource(assignment: str) -> tuple[str, ResourceValue]:
 
 
 def load_host_file(path: Path) -> dict[str, object]:
-    """A host file: a YAML mapping with any of slots, type, model, resources."""
+    """A host file: a YAML mapping with any of slots, type, model, resources, gpus."""
     try:
         content = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as err:
@@ -61,14 +62,15 @@ def describe_host(
     type_: str | None = None,
     model: str | None = None,
     resources: Sequence[str] = (),
+    gpus: int | None = None,
 ) -> RegisterRequest:
     """The host as registered: the options, else the host file, else one slot per CPU,
-    the machine's architecture as type (X86_64, AARCH64, ...), no model, no resources.
-    Resources of the file and of the options are merged."""
+    the machine's architecture as type (X86_64, AARCH64, ...), no model, no resources,
+    no GPUs. Resources of the file and of the options are merged."""
     fields: dict[str, object] = {"slots": os.cpu_count() or 1, "type": platform.machine().upper()}
     if host_file is not None:
         fields.update(load_host_file(host_file))
-    options = {"slots": slots, "type": type_, "model": model}
+    options = {"slots": slots, "type": type_, "model": model, "gpus": gpus}
     fields.update((key, value) for key, value in options.items() if value is not None)
     try:
         host = msgspec.convert(fields, RegisterRequest)

@@ -1,9 +1,9 @@
 """The files of one job directory, shared by the agent and the shim (docs/agent.md).
 
-The agent writes `launch.json` (and `held.json`, `kill.json`); the shim holds a lock on
-`lock` for as long as it lives, writes `pids.json` and `status.json`, and sends its own
-errors to `shim.log`. Every JSON file is replaced atomically (`xce.atomic_json`), never
-written in place.
+The agent writes `launch.json` (and `held.json`, `kill.json`, `gpus.json`); the shim
+holds a lock on `lock` for as long as it lives, writes `pids.json` and `status.json`,
+and sends its own errors to `shim.log`. Every JSON file is replaced atomically
+(`xce.atomic_json`), never written in place.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ HELD = "held.json"  # a job that only holds slots here (Launch.run false)
 KILL = "kill.json"  # the controller asked for the job to end, or it reached its limit
 LOCK = "lock"  # locked by the shim while it lives
 PIDS = "pids.json"
+GPUS = "gpus.json"  # the devices the agent gave the job (a job of Launch.gpus > 0)
 STATUS = "status.json"
 SHIM_LOG = "shim.log"
 DEFAULT_OUTPUT = "stdout"
@@ -62,6 +63,17 @@ class KillRequest(msgspec.Struct, frozen=True):
 
     time: float
     reason: str = ""
+
+
+class GpuGrant(msgspec.Struct, frozen=True):
+    """The GPU devices (indices) a job has on this host while it runs, and its mode;
+    `refused`: why it got none (not enough free devices), for the shim to say and fail
+    the job with 127."""
+
+    devices: list[int]
+    mode: str = "shared"
+    exclusive: bool = False
+    refused: str = ""
 
 
 def read(path: Path, kind: type[T]) -> T | None:

@@ -14,11 +14,24 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from xce.agent import jobfiles
-from xce.agent.jobfiles import HELD, KILL, LAUNCH, LOCK, PIDS, STATUS, Held, KillRequest, Status
+from xce.agent.gpus import grant_gpus
+from xce.agent.jobfiles import (
+    GPUS,
+    HELD,
+    KILL,
+    LAUNCH,
+    LOCK,
+    PIDS,
+    STATUS,
+    GpuGrant,
+    Held,
+    KillRequest,
+    Status,
+)
 from xce.atomic_json import write_atomic
 from xce.model.api import RUN_LIMIT_REACHED, JobReport, Launch
 
@@ -30,7 +43,7 @@ LOST_EXIT_CODE = -1
 DEFAULT_KILL_GRACE = 10.0
 # Removed on ack, `launch.json` first: a directory without it is no job any more.
 # What stays is the job's default output file and a shim.log that says something.
-BOOKKEEPING = (LAUNCH, HELD, KILL, PIDS, STATUS, LOCK)
+BOOKKEEPING = (LAUNCH, HELD, KILL, PIDS, GPUS, STATUS, LOCK)
 
 
 class StateDirError(Exception):
@@ -53,11 +66,13 @@ def check_state_dir(state_dir: Path) -> None:
 class JobStore:
     """The jobs of this host, in `state_dir/jobs/<job id>/`."""
 
-    def __init__(self, state_dir: Path, kill_grace: float = DEFAULT_KILL_GRACE) -> None:
+    def __init__(self, state_dir: Path, kill_grace: float = DEFAULT_KILL_GRACE,
+                 gpus: Sequence[int] = ()) -> None:
         check_state_dir(state_dir)
         self.root = state_dir / "jobs"
         self.root.mkdir(parents=True, exist_ok=True)
         self.kill_grace = kill_grace
+        self.gpus = list(gpus)  # the host's GPU devices (indices)
         self._shims: dict[int, subprocess.Popen[bytes]] = {}  # started here: to be reaped
         self._terminated: set[int] = set()  # SIGTERM sent by this agent
         # When each job reaches its run limit (None: no limit, or being ended already);
@@ -82,6 +97,8 @@ class JobStore:
         if (jobdir / LAUNCH).exists():
             return False
         jobdir.mkdir(exist_ok=True)
+        if launch.gpus > 0:
+            self._grant_gpus(launch, jobdir)
         if not launch.run:
             write_atomic(jobdir / HELD, Held(time.time()))
             write_atomic(jobdir / LAUNCH, launch)
@@ -110,6 +127,19 @@ class JobStore:
         finally:
             os.close(lock_fd)
         return True
+
+    def _grant_gpus(self, launch: Launch, jobdir: Path) -> None:
+        """Give the job its devices before it exists (`gpus.json` before
+        `launch.json`); a refused job's shim fails it, saying why."""
+        held = {job: grant.devices for job in self.running()
+                if (grant := jobfiles.read(self.directory(job) / GPUS, GpuGrant)) is not None}
+        grant = grant_gpus(launch, self.gpus, held)
+        write_atomic(jobdir / GPUS, grant)
+        if grant.refused:
+            log.warning("job %d: no GPUs: %s", launch.job, grant.refused)
+        else:
+            log.info("job %d: GPU(s) %s (%s%s)", launch.job, ",".join(map(str, grant.devices)),
+                     grant.mode, ", exclusive" if grant.exclusive else "")
 
     def running(self) -> list[int]:
         """Jobs that have not ended: their shim lives, or they hold slots."""

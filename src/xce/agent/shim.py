@@ -23,7 +23,8 @@ from types import FrameType
 from typing import NamedTuple, NoReturn, TypeVar
 
 from xce.agent import jobfiles
-from xce.agent.jobfiles import Pids, Status
+from xce.agent.gpus import gpu_environment
+from xce.agent.jobfiles import GpuGrant, Pids, Status
 from xce.atomic_json import write_atomic
 from xce.model.api import Launch
 
@@ -55,9 +56,12 @@ def job_account(user: str) -> Account | None:
     return Account(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir)
 
 
-def job_environment(launch: Launch) -> dict[str, str]:
-    """The submission environment plus the LSF variables that parallel tools read."""
+def job_environment(launch: Launch, gpus: GpuGrant | None = None) -> dict[str, str]:
+    """The submission environment plus the LSF variables that parallel tools read, and
+    for a job with GPUs here its devices (CUDA_VISIBLE_DEVICES) and their mode."""
     env = dict(launch.env)
+    if gpus is not None:
+        env.update(gpu_environment(gpus))
     env.update(
         LSB_JOBID=str(launch.job),
         XCE_JOBID=str(launch.job),
@@ -118,11 +122,13 @@ def attempt(what: str, action: Callable[[], T]) -> T:
 
 
 def exec_job(
-    launch: Launch, files: Files, account: Account | None, stdout_fd: int | None
+    launch: Launch, files: Files, account: Account | None, stdout_fd: int | None,
+    gpus: GpuGrant | None = None,
 ) -> NoReturn:
     """In the forked child: become the job (own process group, the job's user, its files
     and directory) and exec the command; on failure say why on stderr and exit 127.
-    `stdout_fd`: the default output file, already open."""
+    `stdout_fd`: the default output file, already open; `gpus`: the job's devices here
+    (refused: it fails)."""
     try:
         os.setpgid(0, 0)
         for sig in RESTORED:
@@ -132,7 +138,9 @@ def exec_job(
             attempt(f"switch to user {account.name!r}", lambda: become(account))
         redirect(files, stdout_fd)
         attempt(f"change to directory {files.cwd!r}", lambda: os.chdir(files.cwd))
-        command, env = launch.command, job_environment(launch)
+        if gpus is not None and gpus.refused:
+            raise StartError(f"cannot have its GPUs: {gpus.refused}")
+        command, env = launch.command, job_environment(launch, gpus)
         attempt(f"run {command[0]!r}", lambda: os.execvpe(command[0], command, env))
     except StartError as err:
         with contextlib.suppress(OSError):
@@ -167,7 +175,7 @@ def redirect(files: Files, stdout_fd: int | None) -> None:
     os.dup2(stderr, 2)
 
 
-def run(launch: Launch, jobdir: Path) -> Status:
+def run(launch: Launch, jobdir: Path, gpus: GpuGrant | None = None) -> Status:
     """Run the job to its end and say how it ended."""
     start, started = time.time(), time.monotonic()
     try:
@@ -181,7 +189,7 @@ def run(launch: Launch, jobdir: Path) -> Status:
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     pid = os.fork()
     if pid == 0:
-        exec_job(launch, files, account, stdout_fd)
+        exec_job(launch, files, account, stdout_fd, gpus)
     if stdout_fd is not None:
         os.close(stdout_fd)
     with contextlib.suppress(OSError):  # the child may have done it (and exec'd) already
@@ -233,7 +241,8 @@ def main(argv: list[str]) -> int:
     if launch is None:
         print(f"xce shim: no {jobfiles.LAUNCH} in {jobdir}", file=sys.stderr)
         return 1
-    write_atomic(jobdir / jobfiles.STATUS, run(launch, jobdir))
+    gpus = jobfiles.read(jobdir / jobfiles.GPUS, GpuGrant)
+    write_atomic(jobdir / jobfiles.STATUS, run(launch, jobdir, gpus))
     return 0
 
 

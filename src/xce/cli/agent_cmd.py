@@ -9,8 +9,10 @@ import socket
 from pathlib import Path
 
 import click
+import msgspec
 
 from xce.agent.daemon import AgentSettings, run_agent
+from xce.agent.gpus import NVIDIA_SMI, discover_gpus
 from xce.agent.hostspec import HostSpecError, describe_host
 from xce.agent.jobs import DEFAULT_KILL_GRACE, JobStore, StateDirError
 
@@ -53,9 +55,21 @@ def read_token(token_file: Path | None) -> str:
     help="A host resource (number or true/false); repeatable.",
 )
 @click.option(
+    "--gpus",
+    type=click.IntRange(min=0),
+    help="GPUs of the host when nvidia-smi is not found [default: none].",
+)
+@click.option(
+    "--nvidia-smi",
+    "nvidia_smi",
+    default=NVIDIA_SMI,
+    show_default=True,
+    help="The command that lists the GPUs (`-L`), looked up on PATH.",
+)
+@click.option(
     "--host-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="YAML with slots, type, model, resources (options win).",
+    help="YAML with slots, type, model, resources, gpus (options win).",
 )
 @click.option(
     "--token-file",
@@ -74,6 +88,20 @@ def read_token(token_file: Path | None) -> str:
     show_default=True,
     help="Seconds between SIGTERM and SIGKILL when a job is killed.",
 )
+@click.option(
+    "--spot-metadata",
+    metavar="URL",
+    default="",
+    help="Read EC2's spot interruption notice from this instance metadata service "
+    "(http://169.254.169.254 on EC2) and drain the host when it comes [default: not read].",
+)
+@click.option(
+    "--spot-poll",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    help="Seconds between two reads of the spot notice.",
+)
 def agent(
     controller: str,
     name: str,
@@ -81,22 +109,33 @@ def agent(
     type_: str | None,
     model: str | None,
     resources: tuple[str, ...],
+    gpus: int | None,
+    nvidia_smi: str,
     host_file: Path | None,
     token_file: Path | None,
     state_dir: Path | None,
     kill_grace: float,
+    spot_metadata: str,
+    spot_poll: float,
 ) -> None:
     """Run the jobs the controller sends to this host; stop with SIGTERM (jobs go on)."""
     try:
-        host = describe_host(host_file, slots, type_, model, resources)
+        host = describe_host(host_file, slots, type_, model, resources, gpus)
     except HostSpecError as err:
         raise click.UsageError(str(err)) from err
-    settings = AgentSettings(controller, name, read_token(token_file), host)
-    try:
-        store = JobStore(state_dir or Path(f"/tmp/xce-agent-{name}"), kill_grace)
-    except (StateDirError, OSError) as err:
-        raise click.ClickException(str(err)) from err
+    if spot_metadata and not spot_metadata.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{spot_metadata!r} is not an http:// URL",
+                                 param_hint="--spot-metadata")
+    token = read_token(token_file)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    devices = discover_gpus(host.gpus, nvidia_smi)
+    host = msgspec.structs.replace(host, gpus=len(devices))
+    settings = AgentSettings(controller, name, token, host, spot_metadata=spot_metadata,
+                             spot_poll=spot_poll)
+    try:
+        store = JobStore(state_dir or Path(f"/tmp/xce-agent-{name}"), kill_grace, devices)
+    except (StateDirError, OSError) as err:
+        raise click.ClickException(str(err)) from err
     asyncio.run(run_agent(settings, store))

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
 import click
 import msgspec
 
 from xce.cli.client import Client, ClientError, session_demand, session_idle, with_client
+from xce.cli.gpu_option import gpu_option
 from xce.cli.runlimit import limit_text, run_limit_option
 from xce.model.api import (
     ExpectRequest,
@@ -29,7 +30,9 @@ from xce.model.api import (
     SubmitRequest,
 )
 from xce.model.cluster import ResourceValue
+from xce.model.cost import costs, template_prices
 from xce.model.result import number
+from xce.resreq import GpuRequest
 
 T = TypeVar("T")
 
@@ -250,18 +253,36 @@ def _session_report(output: SessionOutput, sections: Sequence[tuple[str, list[st
     return lines if sections else [*lines, nothing]
 
 
-def demand_lines(output: SessionOutput) -> list[str]:
-    """The last session's demand: hosts to request per template, tokens per resource,
-    and in-flight supply that no pending job needs."""
+def demand_cost(
+    output: SessionOutput, prices: Mapping[str, float]
+) -> tuple[dict[str, float], float] | None:
+    """The hourly cost of the new hosts the demand asks for: per template its count
+    times its price per host-hour, and the total (model/cost.py); None without prices
+    or without hosts to request."""
+    hosts = session_demand(output).hosts
+    if not prices or not hosts:
+        return None
+    return costs({h.template: h.count for h in hosts}, prices)
+
+
+def demand_lines(output: SessionOutput, prices: Mapping[str, float] | None = None) -> list[str]:
+    """The last session's demand: hosts to request per template (with `prices`, per
+    host-hour, the hourly cost of the new ones), tokens per resource, and in-flight
+    supply that no pending job needs."""
     demand = session_demand(output)
     sections: list[tuple[str, list[str]]] = []
     if demand.hosts:
-        sections.append(("Hosts to request:", table(
-            ("TEMPLATE", "NEW_HOSTS", "IN_FLIGHT_USED", "JOBS"),
-            [[h.template, str(h.count), str(h.in_flight_used), str(len(h.jobs))]
-             for h in demand.hosts],
-            ("NEW_HOSTS", "IN_FLIGHT_USED", "JOBS"),
-        )))
+        header = ["TEMPLATE", "NEW_HOSTS", "IN_FLIGHT_USED", "JOBS"]
+        rows = [[h.template, str(h.count), str(h.in_flight_used), str(len(h.jobs))]
+                for h in demand.hosts]
+        tail: list[str] = []
+        cost = demand_cost(output, prices or {})
+        if cost is not None and prices is not None:
+            header += ["PRICE", "COST_PER_HOUR"]
+            for row, h in zip(rows, demand.hosts, strict=True):
+                row += [f"{prices.get(h.template, 0.0):,.3f}", f"{cost[0][h.template]:,.3f}"]
+            tail = [f"Hourly cost of the new hosts: {cost[1]:,.3f}"]
+        sections.append(("Hosts to request:", [*table(header, rows, header[1:]), *tail]))
     if demand.resources:
         sections.append(("Tokens to obtain:", table(
             ("RESOURCE", "POOL", "AMOUNT", "IN_FLIGHT_USED", "JOBS"),
@@ -347,13 +368,17 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 @click.option("-W", "run_limit", metavar="[hh:]mm", callback=run_limit_option,
               help="Run limit: minutes, or hours:minutes (the job is ended when it has "
               "run this long) [default: the queue's run_limit].")
+@click.option("-gpu", "gpu", metavar="REQ", callback=gpu_option,
+              help='GPUs on each host of the job, as LSF\'s bsub -gpu: '
+              '"num=N[:mode=shared|exclusive_process][:j_exclusive=yes|no]" or - '
+              "(num=1).")
 @click.option("--cwd", metavar="DIR", help="Working directory [default: the current one].")
 @click.option("-u", "user", default="", metavar="USER",
               help="Submit as USER (admins only).")
 @with_client
 def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue: str,
            name: str, output: str, error: str, hold: bool, run_limit: float | None,
-           cwd: str | None, user: str) -> None:
+           gpu: GpuRequest | None, cwd: str | None, user: str) -> None:
     """Submit COMMAND as a job, like bsub.
 
     The job runs in the current directory with the current environment (except
@@ -366,6 +391,9 @@ def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue
         # The token is a credential: it must not be stored in the job record.
         env={key: value for key, value in os.environ.items() if key != "XCE_TOKEN"},
         output=output, error=error, hold=hold, user=user, run_limit=run_limit,
+        gpus=gpu.num if gpu is not None else 0,
+        gpu_mode=gpu.mode if gpu is not None else "shared",
+        gpu_exclusive=gpu is not None and gpu.exclusive,
     )
     submitted = client.submit(request)
     click.echo(f"Job <{submitted.job}> is submitted to queue <{submitted.queue}>.")
@@ -506,12 +534,20 @@ def demand(client: Client, long: bool, as_json: bool) -> None:
     from xce.cli.supply_cmds import catalog_lines  # it builds on this module
 
     answer = client.demand()
-    catalog = client.catalog() if long else None
+    # The catalog gives the templates' prices, for the cost of hosts to request.
+    catalog = client.catalog() if long or session_demand(answer).hosts else None
+    prices = template_prices(catalog.templates) if catalog is not None else {}
     if as_json:
+        shown: object = answer
+        cost = demand_cost(answer, prices)
+        if cost is not None:
+            shown = {**msgspec.to_builtins(answer),
+                     "cost": {"hosts": cost[0], "total": cost[1]}}
         click.echo(msgspec.json.encode(
-            answer if catalog is None else {"demand": answer, "catalog": catalog}).decode())
+            shown if not long else {"demand": shown, "catalog": catalog}).decode())
     else:
-        _echo_lines(demand_lines(answer) + ([] if catalog is None else catalog_lines(catalog)))
+        _echo_lines(demand_lines(answer, prices)
+                    + ([] if not long or catalog is None else catalog_lines(catalog)))
 
 
 @click.command()

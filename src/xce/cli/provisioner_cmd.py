@@ -77,9 +77,24 @@ def status_lines(shown: Status) -> list[str]:
              for r in shown.requests], ("HOSTS",)))]
     else:
         lines.append("Open requests: none")
+    lines += running_lines(shown)
     lines += [f"{time.strftime('%H:%M:%S', time.localtime(d.time))}  {d.action:<16} "
               f"{d.detail:<20} {d.reason}: {d.outcome}" for d in shown.decisions]
     return lines
+
+
+def running_lines(shown: Status) -> list[str]:
+    """The hosts of the leased providers' templates that are running, per template,
+    with their hourly cost (count x price per host-hour) when templates have prices."""
+    if not shown.running:
+        return ["Hosts running: none"]
+    if not shown.cost:
+        return ["Hosts running: " + ", ".join(f"{t} {n}" for t, n in shown.running.items())]
+    numbers = ("HOSTS", "COST_PER_HOUR")
+    return ["Hosts running:", *("  " + line for line in table(
+        ("TEMPLATE", *numbers),
+        [[t, str(n), f"{shown.cost.get(t, 0.0):,.3f}"] for t, n in shown.running.items()],
+        numbers)), f"Hourly cost of the hosts running: {shown.cost_total:,.3f}"]
 
 
 @provisioner.command("run")

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from xce.config.fields import MapReader, Place, as_entries, describe
-from xce.config.hosts import read_host_shape
-from xce.model.cluster import Catalog, Countable, HostTemplate, ResourceDef, SharedPool
+from xce.config.hosts import read_gpus, read_host_shape
+from xce.model.cluster import (
+    CHOOSE_RULES,
+    Catalog,
+    Choose,
+    Countable,
+    HostTemplate,
+    ResourceDef,
+    SharedPool,
+)
 
-_CATALOG_KEYS = ("idle_time", "max_jobs_per_session", "templates", "countables")
+_CATALOG_KEYS = ("idle_time", "max_jobs_per_session", "templates", "countables", "choose")
 _TEMPLATE_KEYS = (
     "name",
     "provider",
     "slots",
+    "gpus",
     "type",
     "model",
     "resources",
@@ -18,6 +27,7 @@ _TEMPLATE_KEYS = (
     "rank",
     "idle_time",
     "expected_lead_time",
+    "price",
 )
 _COUNTABLE_KEYS = ("resource", "pool", "max_borrow", "idle_time", "provider")
 
@@ -35,6 +45,7 @@ def read_catalog(
     defaults = Catalog()
     idle_time = section.number("idle_time", defaults.idle_time, minimum=0)
     max_jobs = section.integer("max_jobs_per_session", defaults.max_jobs_per_session, minimum=0)
+    choose = _read_choose(section, defaults.choose)
     templates: tuple[HostTemplate, ...] = ()
     if (templates_section := section.section("templates")) is not None:
         templates = _read_templates(*templates_section, resources)
@@ -46,6 +57,18 @@ def read_catalog(
         max_jobs_per_session=max_jobs,
         templates=templates,
         countables=countables,
+        choose=choose,
+    )
+
+
+def _read_choose(section: MapReader, default: Choose) -> Choose:
+    """`catalog.choose`: where new hosts come from (rank, cost or least-waste)."""
+    value = section.text("choose", default)
+    for rule in CHOOSE_RULES:
+        if value == rule:
+            return rule
+    section.value_place("choose").fail(
+        f"expected one of {', '.join(CHOOSE_RULES)}, got {value!r}"
     )
 
 
@@ -66,10 +89,12 @@ def _read_templates(
                 type=host_type,
                 model=model,
                 resources=values,
+                gpus=read_gpus(entry),
                 max=entry.integer("max", 0, minimum=0),
                 rank=entry.integer("rank", 0),
                 idle_time=entry.optional_number("idle_time", minimum=0),
                 expected_lead_time=entry.optional_number("expected_lead_time", minimum=0),
+                price=entry.number("price", 0.0, minimum=0),
             )
         )
     return tuple(templates)

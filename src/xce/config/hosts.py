@@ -8,7 +8,7 @@ from xce.config.hostnames import expand_hostnames
 from xce.config.resources import read_resource_values
 from xce.model.cluster import HostSpec, ResourceDef, ResourceValue
 
-_HOST_KEYS = ("name", "slots", "type", "model", "resources")
+_HOST_KEYS = ("name", "slots", "gpus", "type", "model", "resources")
 
 
 def read_hosts(
@@ -25,13 +25,15 @@ def read_hosts(
         pattern, name_place = entry.required("name")
         names = _expand(as_text(pattern, name_place), name_place)
         slots, host_type, model, values = read_host_shape(entry, resources, min_slots=0)
+        gpus = read_gpus(entry)
         for name in names:
             if name in seen:
                 name_place.fail(f"duplicate host {name!r}")
             seen.add(name)
             hosts.append(
                 HostSpec(
-                    name=name, slots=slots, type=host_type, model=model, resources=dict(values)
+                    name=name, slots=slots, type=host_type, model=model,
+                    resources=dict(values), gpus=gpus,
                 )
             )
     return tuple(hosts)
@@ -49,6 +51,12 @@ def read_host_shape(
     if (section := entry.section("resources")) is not None:
         values = read_resource_values(*section, resources)
     return slots, host_type, model, values
+
+
+def read_gpus(entry: MapReader) -> int:
+    """The `gpus` of a static host entry or of a template: GPUs per host, an integer
+    >= 0 (default 0), the built-in `ngpus` of select[] and order[]."""
+    return entry.integer("gpus", 0, minimum=0)
 
 
 def _expand(pattern: str, place: Place) -> list[str]:

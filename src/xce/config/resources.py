@@ -7,8 +7,9 @@ from typing import Literal
 
 from xce.config.fields import MapReader, Place, as_bool, as_number, describe
 from xce.model.cluster import ResourceDef, ResourceValue
+from xce.resreq import NGPUS
 
-BUILTIN_RESOURCES = frozenset({"slots", "type", "model", "hname"})
+BUILTIN_RESOURCES = frozenset({"slots", "type", "model", "hname", NGPUS})
 _RESOURCE_KEYS = ("type", "consumable", "shared")
 # Names appear in requirement strings (`select[mem>4000]`) and in `resource/pool`.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

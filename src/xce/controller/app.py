@@ -22,7 +22,6 @@ from xce.controller.auth import Identity, TokenStore
 from xce.controller.core import Controller
 from xce.controller.journal import JournalFailed
 from xce.controller.leases import Lease
-from xce.controller.lifecycle import CLOSE_REASONS, status_label
 from xce.controller.openapi import openapi_document
 from xce.controller.problems import ApiProblem, refuse
 from xce.controller.records import INSTANCE_FINAL, REQUEST_FINAL, RequestRecord
@@ -61,6 +60,7 @@ from xce.model.api import (
     TokensRequest,
     VanishedInstance,
 )
+from xce.model.lifecycle import CLOSE_REASONS, status_label
 from xce.model.result import demand_json, idle_json
 
 log = logging.getLogger("xce.controller.api")

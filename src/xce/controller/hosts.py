@@ -5,7 +5,8 @@ decommission, remove and report reclaimed hosts; agents join, register and heart
 and are told which dispatched jobs to start and which to kill; hosts that stop
 heartbeating become unreach, then lost (their jobs requeued or exited per queue), and
 expected hosts that miss their join deadline fail. Every transition follows the host
-lifecycle (lifecycle.py). Expected hosts count as in flight for the scheduler.
+lifecycle (`HOST_LIFE` of xce.model.lifecycle), each change with its cause where it has
+one. Expected hosts count as in flight for the scheduler.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from xce.controller.auth import Identity
 from xce.controller.fencing import Fencing
 from xce.controller.jobs import JobDesk
 from xce.controller.kernel import FactKernel
-from xce.controller.lifecycle import RECLAIMED, TransitionError, reason_for
 from xce.controller.problems import ApiProblem
 from xce.controller.view import RUN, ClusterView, ExpectedHost, HostView, JobRecord
 from xce.model.api import (
@@ -30,6 +30,7 @@ from xce.model.api import (
     Registered,
     RegisterRequest,
 )
+from xce.model.causes import Cause
 from xce.model.events import (
     Event,
     ExpectedHostEnded,
@@ -40,8 +41,9 @@ from xce.model.events import (
     JobRequeued,
     SupplyChanged,
 )
-from xce.sched import SchedulerState
+from xce.model.lifecycle import HOST_LIFE, HostState, TransitionError, host_change
 from xce.sched.loss import lost_job
+from xce.sched.queries import SchedulerQueries
 
 log = logging.getLogger("xce.controller")
 
@@ -61,9 +63,9 @@ class HostDesk:
         """After recovery: a fresh grace period for every agent."""
         view = self.facts.view
         for host in view.hosts.values():
-            if host.state in ("ok", "closed"):
+            if host.state in (HostState.OK, HostState.CLOSED):
                 host.last_heartbeat = now
-            elif host.state == "unreach":  # the time the controller was down not counted
+            elif host.state == HostState.UNREACH:  # the time the controller was down: not counted
                 host.unreach_since = now
         # Dispatches in the log are durable: each agent is told again until it reports
         # the job (it starts a job at most once, and reports any it lost).
@@ -88,7 +90,8 @@ class HostDesk:
         digest = hashlib.sha256(token.encode()).hexdigest()
         for expected in view.expected.values():
             if expected.token_sha256 == digest:
-                if expected.state != "expected" or self.facts.clock() > expected.deadline:
+                if (expected.state != HostState.EXPECTED
+                        or self.facts.clock() > expected.deadline):
                     return None
                 return Identity(expected.name, "agent")
         for host in view.hosts.values():
@@ -106,8 +109,9 @@ class HostDesk:
             events.extend(self._join(expected, request, now))
         elif host is None:
             events.append(HostAdded(name, request.slots, request.type, request.model,
-                                    dict(request.resources), None, "ok", now))
-        elif host.state not in ("ok", "closed"):
+                                    dict(request.resources), None, HostState.OK, now,
+                                    gpus=request.gpus))
+        elif host.state not in (HostState.OK, HostState.CLOSED):
             events.append(self._back(host))
         if events:
             await facts.commit(now, events)
@@ -121,19 +125,21 @@ class HostDesk:
 
     def _back(self, host: HostView) -> HostStateChanged:
         """The transition of a host whose agent is back (registered or heartbeating)."""
-        if host.state == "unavail":
-            return self._transition(host.name, "ok")
-        if host.state == "lost" and host.reason == RECLAIMED:
+        if host.state == HostState.UNAVAIL:
+            return self._transition(host.name, HostState.OK)
+        if host.state == HostState.LOST and host.cause is Cause.RECLAIM:
             raise ApiProblem(409, f"host {host.name} was reclaimed by its provider: "
                                   "it cannot come back")
-        state, reason = host.resume
+        state, reason, cause = host.resume
         # Checked like any transition: a decommissioned host's agent is refused (409).
-        return self._transition(host.name, state, reason if state == "closed" else "")
+        if state != HostState.CLOSED:
+            return self._transition(host.name, state)
+        return self._transition(host.name, state, reason, cause)
 
     def _join(self, expected: ExpectedHost, request: RegisterRequest, now: float) -> list[Event]:
         """An expected host's agent joins: the host takes the template's shape; the agent
         may add resources, never contradict the template's."""
-        if expected.state != "expected" or now > expected.deadline:
+        if expected.state != HostState.EXPECTED or now > expected.deadline:
             raise ApiProblem(409, f"host {expected.name} is {expected.state}: "
                                   "its join deadline passed")
         template = self.facts.state.templates[expected.template]
@@ -144,7 +150,7 @@ class HostDesk:
         resources = {**request.resources, **template.resources}
         return [
             HostAdded(expected.name, template.slots, template.type, template.model, resources,
-                      template.name, "ok", now, provider=expected.provider),
+                      template.name, HostState.OK, now, provider=expected.provider),
             self.in_flight(expected.template, {expected.name}),
         ]
 
@@ -153,12 +159,12 @@ class HostDesk:
         now = facts.clock()
         host = facts.view.hosts.get(name)
         if host is None or host.last_heartbeat is None or host.state not in (
-            "ok", "closed", "unreach", "lost"
+            HostState.OK, HostState.CLOSED, HostState.UNREACH, HostState.LOST
         ):
             raise ApiProblem(409, f"host {name} is not registered: register first")
         host.last_heartbeat = now
         pending: list[asyncio.Future[int]] = []
-        if host.state in ("unreach", "lost"):
+        if host.state in (HostState.UNREACH, HostState.LOST):
             pending.append(facts.emit(now, [self._back(host)]))
         ended: list[Event] = []
         reported = set()
@@ -169,6 +175,8 @@ class HostDesk:
                 # Only a reason the agent may give (not free text into the log).
                 why = report.reason if report.reason == RUN_LIMIT_REACHED else ""
                 ended.append(JobFinished(report.job, now, report.exit_code, report.signal, why))
+        if beat.reclaim_at is not None and (notice := self._reclaim_notice(host, reported, now)):
+            pending.append(facts.emit(now, notice))
         running = set(beat.running)
         start: list[Launch] = []
         for job_id in list(host.jobs):
@@ -193,8 +201,25 @@ class HostDesk:
             job=spec.id, user=spec.user, command=list(spec.command), hosts=dict(job.hosts),
             run=next(iter(job.hosts)) == host, cwd=spec.cwd, env=dict(spec.env),
             output=spec.output, error=spec.error, name=spec.name, queue=spec.queue,
-            run_limit=self.jobs.run_limit(spec),
+            run_limit=self.jobs.run_limit(spec), gpus=spec.gpus, gpu_mode=spec.gpu_mode,
+            gpu_exclusive=spec.gpu_exclusive,
         )
+
+    def _reclaim_notice(self, host: HostView, reported: set[int], now: float) -> list[Event]:
+        """The agent heard its provider's notice (EC2's spot interruption): the host
+        closes at once (reclaim) and its running jobs (but those it reports ended) are
+        requeued or exited per queue, as for a lost host, before the machine goes.
+        Nothing when that is done already (the agent repeats the notice)."""
+        events: list[Event] = []
+        if host.state == HostState.OK:
+            events.append(self._transition(host.name, HostState.CLOSED, Cause.RECLAIM.value))
+            log.warning("host %s: its provider takes it back (notice from its agent): "
+                        "closed, its jobs requeued", host.name)
+        for job_id in sorted(host.jobs.keys() - reported):
+            job = self.facts.view.jobs[job_id]
+            if job.state == RUN:
+                events.extend(self._lost(job, now, f"host {host.name} reclaim notice"))
+        return events
 
     def _lost(self, job: JobRecord, now: float, why: str) -> list[Event]:
         """A running job whose host was lost: requeued, or exited per its queue."""
@@ -217,13 +242,14 @@ class HostDesk:
             raise ApiProblem(403, f"role {who.role} may not change host {host.name}")
         self.fencing.fenced(who, host.provider)
 
-    def _transition(self, name: str, target: str, reason: str = "") -> HostStateChanged:
+    def _transition(self, name: str, target: str, reason: str = "",
+                    cause: Cause | None = None) -> HostStateChanged:
         host = self.facts.view.hosts[name]
         try:
-            why = reason_for(name, host.state, target, reason)
+            why, cause = host_change(name, host.state, target, reason, cause)
         except TransitionError as err:
             raise ApiProblem(409, str(err)) from err
-        return HostStateChanged(name, target, self.facts.clock(), why)
+        return HostStateChanged(name, target, self.facts.clock(), why, cause)
 
     def _host(self, who: Identity, name: str) -> HostView:
         view = self.facts.view
@@ -239,8 +265,8 @@ class HostDesk:
     async def set_host_open(self, who: Identity, name: str, open_: bool,
                             reason: str = "") -> None:
         host = self._host(who, name)
-        target = "ok" if open_ else "closed"
-        if host.state not in ("ok", "closed"):
+        target = HostState.OK if open_ else HostState.CLOSED
+        if host.state not in (HostState.OK, HostState.CLOSED):
             raise ApiProblem(409, f"host {name} is {host.state}: only an ok or closed host "
                                   "can be opened or closed")
         if host.state != target:
@@ -255,7 +281,8 @@ class HostDesk:
         if host.jobs:
             raise ApiProblem(409, f"host {name} still runs job(s) "
                                   f"{', '.join(map(str, sorted(host.jobs)))}: drain it first")
-        await self.facts.commit(self.facts.clock(), [self._transition(name, "decommissioned")])
+        await self.facts.commit(self.facts.clock(),
+                                [self._transition(name, HostState.DECOMMISSIONED)])
 
     async def reclaimed(self, who: Identity, name: str) -> None:
         """The provider took a provisioned host back: it is lost, its jobs are
@@ -264,7 +291,7 @@ class HostDesk:
         if host.static:
             raise ApiProblem(409, f"host {name} is in the cluster file: no provider has it")
         now = self.facts.clock()
-        events: list[Event] = [self._transition(name, "lost", RECLAIMED)]
+        events: list[Event] = [self._transition(name, HostState.LOST, cause=Cause.RECLAIM)]
         for job_id in list(host.jobs):
             events.extend(self._lost(self.facts.view.jobs[job_id], now, f"host {name} reclaimed"))
         await self.facts.commit(now, events)
@@ -276,16 +303,19 @@ class HostDesk:
         expected = self.facts.view.expected.get(name)
         if expected is not None:
             self._may_manage(who, expected)
-            why = reason_for(name, expected.state, "removed")
-            events: list[Event] = [ExpectedHostEnded(name, "removed", why, now)]
-            if expected.state == "expected":  # a failed one already left the count
+            cancel = expected.state == HostState.EXPECTED  # (else a failed one cleared)
+            why, cause = host_change(name, expected.state, HostState.REMOVED,
+                                     cause=Cause.CANCELLED if cancel else None)
+            events: list[Event] = [
+                ExpectedHostEnded(name, HostState.REMOVED, why, now, cause)]
+            if cancel:  # a failed one already left the count
                 events.append(self.in_flight(expected.template, {name}))
             await self.facts.commit(now, events)
             return
         host = self._host(who, name)
         if host.static:
             raise ApiProblem(409, f"host {name} is in the cluster file: edit the file instead")
-        self._transition(name, "removed")  # only a decommissioned host may go
+        self._transition(name, HostState.REMOVED)  # only a decommissioned host may go
         await self.facts.commit(now, [HostRemoved(name, now)])
 
     def in_flight(self, template: str, leaving: Collection[str] = (),
@@ -307,33 +337,33 @@ class HostDesk:
         events: list[Event] = []
         for host in facts.view.hosts.values():
             if (
-                host.state in ("ok", "closed")
+                host.state in (HostState.OK, HostState.CLOSED)
                 and host.last_heartbeat is not None
                 and now - host.last_heartbeat > facts.settings.unreach_after
             ):
                 log.warning("host %s: no heartbeat for %.0f s: unreach",
                             host.name, now - host.last_heartbeat)
-                events.append(HostStateChanged(host.name, "unreach", now,
-                                               reason_for(host.name, host.state, "unreach")))
+                why = HOST_LIFE.reason_for(host.name, host.state, HostState.UNREACH)
+                events.append(HostStateChanged(host.name, HostState.UNREACH, now, why))
         if events:
             await facts.commit(now, events)
         lost: list[Event] = []
         late = [e for e in facts.view.expected.values()
-                if e.state == "expected" and now > e.deadline]
+                if e.state == HostState.EXPECTED and now > e.deadline]
         for expected in late:
             log.warning("expected host %s did not join by its deadline: failed", expected.name)
-            why = reason_for(expected.name, "expected", "failed")
-            lost.append(ExpectedHostEnded(expected.name, "failed", why, now))
+            why = HOST_LIFE.reason_for(expected.name, HostState.EXPECTED, HostState.FAILED)
+            lost.append(ExpectedHostEnded(expected.name, HostState.FAILED, why, now))
         for template in sorted({e.template for e in late}):
             lost.append(self.in_flight(template, {e.name for e in late}))
         for host in facts.view.hosts.values():
             if (
-                host.state == "unreach"
+                host.state == HostState.UNREACH
                 and host.unreach_since is not None
                 and now - host.unreach_since > facts.settings.requeue_after
             ):
-                lost.append(HostStateChanged(host.name, "lost", now,
-                                             reason_for(host.name, "unreach", "lost")))
+                why = HOST_LIFE.reason_for(host.name, HostState.UNREACH, HostState.LOST)
+                lost.append(HostStateChanged(host.name, HostState.LOST, now, why))
                 for job_id in list(host.jobs):
                     job = facts.view.jobs[job_id]
                     if job.state == RUN and not any(
@@ -344,7 +374,7 @@ class HostDesk:
             await facts.commit(now, lost)
 
 
-def in_flight_drift(state: SchedulerState, view: ClusterView, now: float) -> list[Event]:
+def in_flight_drift(state: SchedulerQueries, view: ClusterView, now: float) -> list[Event]:
     """The in-flight hosts the scheduler state counts or times otherwise than the
     expected-host records, which are the truth (a log written before request times
     were sent to the scheduler): one SupplyChanged per template that differs."""
@@ -352,7 +382,7 @@ def in_flight_drift(state: SchedulerState, view: ClusterView, now: float) -> lis
     for template in state.templates:
         times = view.requested(template)
         count = max(0, state.in_flight.get(template, 0))
-        if count != len(times) or (times and state.requested.get(template) != times):
+        if count != len(times) or (times and list(state.requested.get(template, ())) != times):
             events.append(SupplyChanged(in_flight={template: len(times)},
                                         requested={template: times}, time=now))
     return events

@@ -38,13 +38,16 @@ class JobDesk:
             res=request.res, submit=now, priority=request.priority, name=request.name,
             hold=request.hold, command=list(request.command), cwd=request.cwd,
             env=dict(request.env), output=request.output, error=request.error,
-            run_limit=request.run_limit,
+            run_limit=request.run_limit, gpus=request.gpus, gpu_mode=request.gpu_mode,
+            gpu_exclusive=request.gpu_exclusive,
         )
         try:
             spec = facts.state.resolve(spec)
         except SubmitError as err:
             raise ApiProblem(400, str(err)) from err
-        too_large = oversize(facts.state.config, facts.state.live_hosts(), spec.n, spec.res)
+        too_large = oversize(
+            facts.state.config, facts.state.live_hosts(), spec.n, spec.res, spec.gpus
+        )
         if too_large is not None:
             raise ApiProblem(400, too_large)
         facts.view.last_job_id = spec.id  # reserved even if the commit fails

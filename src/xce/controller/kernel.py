@@ -26,11 +26,14 @@ from xce.controller.records import InstanceRecord, RecordBook, RequestRecord
 from xce.controller.store import Store
 from xce.controller.tokens import PoolTokens, TokenLedger
 from xce.controller.view import ClusterView, ExpectedHost, JobRecord
+from xce.model.causes import Cause
 from xce.model.cluster import ClusterConfig
 from xce.model.events import Event, JobStarted, SchedulerEvent, is_scheduler_event
+from xce.model.lifecycle import HOST_LIFE
 from xce.model.recording import Recorder
 from xce.model.result import SessionResult
 from xce.sched import SchedulerState
+from xce.sched.queries import SchedulerQueries
 from xce.sched.rebuild import state_events
 from xce.tuning import collector_paused, settle_heap
 
@@ -61,6 +64,9 @@ class _HostExtra(msgspec.Struct):
     token_sha256: str
     joined: float
     request: str = ""
+    # its last transition's cause (snapshots of release 0.1 have none: recovery derives
+    # it from the state and reason, HOST_LIFE.cause_of)
+    cause: Cause | None = None
 
 
 class _Snapshot(msgspec.Struct):
@@ -89,7 +95,7 @@ class FactKernel:
         self.settings = settings
         self.clock = clock
         self.recorder = recorder
-        self.state = SchedulerState()
+        self._core = SchedulerState()  # changed only by facts (`_apply`)
         self.view = ClusterView()
         self.tokens = TokenLedger()  # borrowed tokens per countable pool (supply.py)
         self.leases = LeaseTable()  # which provisioner owns which provider
@@ -103,6 +109,12 @@ class FactKernel:
         self.up_since = 0.0  # when the log was opened: agents get a fresh limit_grace then
         self._facts_since_snapshot = 0
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="xce-session")
+
+    @property
+    def state(self) -> SchedulerQueries:
+        """The scheduler state as the desks and the API read it (xce.sched.queries):
+        it changes only by facts, and a session reads it whole through `off_loop`."""
+        return self._core
 
     # ------------------------------------------------------------------ the log
     def open(self) -> int:
@@ -136,6 +148,7 @@ class FactKernel:
                 for name, more in kept.hosts.items():
                     host = self.view.hosts[name]
                     host.reason, host.provider = more.reason, more.provider
+                    host.cause = HOST_LIFE.cause_of(host.state, more.reason, more.cause)
                     host.token_sha256, host.joined = more.token_sha256, more.joined
                     host.request = more.request
         for fact in self.store.read(after=last):
@@ -143,7 +156,7 @@ class FactKernel:
             self._facts_since_snapshot += 1
             last = fact.seq
         if self.recorder is not None and last > 0:  # the recording starts mid-run
-            for event in state_events(self.state):
+            for event in state_events(self._core):
                 self.recorder.event(self.clock(), event)
         log.info("recovered %d jobs, %d hosts up to fact %d",
                  len(self.view.jobs), len(self.view.hosts), last)
@@ -164,7 +177,7 @@ class FactKernel:
             if self.busy:
                 self.backlog.append((time, event))
             else:
-                self.state.apply(event)
+                self._core.apply(event)
                 if record and self.recorder is not None:
                     self.recorder.event(time, event)
         self.view.apply(event, time)
@@ -193,7 +206,7 @@ class FactKernel:
         """A session's dispatch, once no session reads the state: to the scheduler
         state (which may refuse it, SchedulerInputError: nothing changed), the recording
         and the view. Queued to the log with `append`."""
-        self.state.apply(event)
+        self._core.apply(event)
         if self.recorder is not None:
             self.recorder.event(time, event)
         self.view.apply(event, time)
@@ -220,7 +233,7 @@ class FactKernel:
 
     def off_loop(self, read: Callable[[SchedulerState], T]) -> asyncio.Future[T]:
         """`read(state)` on the session thread (between `reading` and `done_reading`)."""
-        return asyncio.get_running_loop().run_in_executor(self._executor, read, self.state)
+        return asyncio.get_running_loop().run_in_executor(self._executor, read, self._core)
 
     def done_reading(self) -> list[tuple[float, SchedulerEvent]]:
         """The state is no longer read: the facts that waited are applied (and
@@ -228,7 +241,7 @@ class FactKernel:
         self.busy = False
         backlog, self.backlog = self.backlog, []
         for time, event in backlog:
-            self.state.apply(event)
+            self._core.apply(event)
             if self.recorder is not None:
                 self.recorder.event(time, event)
         self._quiet.set()
@@ -256,7 +269,8 @@ class FactKernel:
         view = self.view
         extra = msgspec.msgpack.encode(_Snapshot(
             view.last_job_id, view.finished(), list(view.expected.values()),
-            {h.name: _HostExtra(h.reason, h.provider, h.token_sha256, h.joined, h.request)
+            {h.name: _HostExtra(h.reason, h.provider, h.token_sha256, h.joined, h.request,
+                                h.cause)
              for h in view.hosts.values()},
             view.last_host_number, tokens=self.tokens.snapshot(),
             leases=self.leases.snapshot(), requests=requests, instances=instances,

@@ -8,7 +8,8 @@ hosts carries the token it holds; the controller refuses a stale one, so an inst
 that lost its lease (paused, partitioned) cannot act after another took over.
 
 A provisioner-role caller acts only for a provider it holds a live lease on, with the
-lease's current token; admins are not fenced.
+lease's current token; admins are not fenced. A lease's state (live, expired, released:
+`LEASE_LIFE`, xce.model.lifecycle) follows from `released` and `expires`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import msgspec
 
 from xce.model.events import Event, LeaseGranted, LeaseReleased
+from xce.model.lifecycle import LeaseState, lease_state
 
 
 class Lease(msgspec.Struct):
@@ -24,6 +26,9 @@ class Lease(msgspec.Struct):
     token: int
     expires: float
     released: bool = False
+
+    def state(self, now: float) -> LeaseState:
+        return lease_state(self.released, self.expires, now)
 
 
 class LeaseRefused(Exception):
@@ -53,7 +58,7 @@ class LeaseTable:
                 pass
 
     def _live(self, lease: Lease | None, now: float) -> bool:
-        return lease is not None and not lease.released and now < lease.expires
+        return lease is not None and lease.state(now) is LeaseState.LIVE
 
     def grant(self, provider: str, holder: str, ttl: float, now: float) -> LeaseGranted:
         """The fact that grants or renews `provider` to `holder`, or LeaseRefused."""

@@ -1,29 +1,21 @@
-"""Durable provisioning records: requests and their instances, one transition table
-each, a reason for every edge (docs/requests.md).
-
-A request (a number of hosts of one template from one provider):
-
-    requested -> in flight -> fulfilled | partially fulfilled | failed
-    fulfilled | partially fulfilled -> returning -> returned
-
-An instance (one machine, keyed by the expected host it joins as):
-
-    requested -> running -> joined <-> draining -> releasing -> released
-    requested | running -> released (refused, cancelled); any live state -> lost
+"""Durable provisioning records: requests and their instances, each following its
+transition table (`REQUEST_LIFE`, `INSTANCE_LIFE` of xce.model.lifecycle, a reason for
+every edge; docs/requests.md).
 
 Instances follow their hosts: the controller derives their changes from the host
-facts it records (a host joins, is closed for idle or lifetime, decommissioned,
-removed, reclaimed; an expected host fails its deadline or is cancelled), in the same
-commit, so records and hosts never disagree. A request's state follows from its
-instances. The provisioner adds what only it knows: the provider accepted or refused
-a request, an instance vanished from the provider's inventory.
+facts it records (a host joins, is closed for idle, lifetime or reclaim, decommissioned,
+removed, reclaimed; an expected host fails its deadline, is cancelled or refused), in
+the same commit, so records and hosts never disagree; each change carries the host
+change's cause. A request's state follows from its instances. The provisioner adds what
+only it knows: the provider accepted or refused a request, an instance vanished from the
+provider's inventory.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from xce.controller.lifecycle import RECLAIMED
+from xce.model.causes import Cause
 from xce.model.events import (
     Event,
     ExpectedHostEnded,
@@ -35,48 +27,26 @@ from xce.model.events import (
     RequestChanged,
     RequestRecorded,
 )
+from xce.model.lifecycle import (
+    CANCELLED,
+    HOST_LIFE,
+    INSTANCE_LIFE,
+    REQUEST_LIFE,
+    HostState,
+    InstanceState,
+    RequestState,
+)
 
-CANCELLED = "cancelled before it joined"  # an instance's expected host was removed
-# (from, to) -> the reason recorded when none more specific is given
-REQUEST_TRANSITIONS: dict[tuple[str, str], str] = {
-    ("requested", "in flight"): "accepted by the provider",
-    ("requested", "failed"): "refused by the provider",
-    ("in flight", "fulfilled"): "every host joined",
-    ("in flight", "partially fulfilled"): "some hosts joined, the others failed",
-    ("in flight", "failed"): "no host joined",
-    ("fulfilled", "returning"): "hosts are being given back",
-    ("partially fulfilled", "returning"): "hosts are being given back",
-    ("returning", "returned"): "every host given back",
-}
-INSTANCE_TRANSITIONS: dict[tuple[str, str], str] = {
-    ("requested", "running"): "started by the provider",
-    ("requested", "released"): "the request was refused",
-    ("running", "joined"): "joined the cluster",
-    ("running", "releasing"): "join deadline passed",
-    ("running", "released"): CANCELLED,
-    ("running", "lost"): "vanished from the provider",
-    ("joined", "draining"): "idle",
-    ("draining", "joined"): "opened again",
-    ("joined", "releasing"): "decommissioned",
-    ("draining", "releasing"): "decommissioned",
-    ("releasing", "released"): "released by the provider",
-    ("joined", "lost"): RECLAIMED,
-    ("draining", "lost"): RECLAIMED,
-    ("releasing", "lost"): "vanished from the provider",
-    ("lost", "released"): "cleared",
-}
 # A request whose hosts that did not join were all cancelled (CancelHosts: no pending
-# job needed them any more) says so, rather than the defaults above.
+# job needed them any more) says so, rather than its table's reasons.
 ALL_CANCELLED = "every host was cancelled before it joined"
 OTHERS_CANCELLED = "some hosts joined, the others were cancelled before they joined"
-REQUEST_FINAL = ("failed", "returned")
-INSTANCE_FINAL = ("released", "lost")
-# host close reasons that start giving a host back (reclaim: its provider announced it)
-DRAIN_REASONS = ("idle", "lifetime", "reclaim")
-
-
-class RecordError(ValueError):
-    """A change the tables do not allow."""
+REQUEST_FINAL = REQUEST_LIFE.final
+INSTANCE_FINAL = INSTANCE_LIFE.final
+# host close causes that start giving a host back (reclaim: its provider announced it)
+DRAIN_CAUSES = (Cause.IDLE, Cause.LIFETIME, Cause.RECLAIM)
+# A target of an instance: (host, state, reason: "" for the table's, cause)
+Target = tuple[str, InstanceState, str, Cause | None]
 
 
 class InstanceRecord(msgspec.Struct):
@@ -84,11 +54,14 @@ class InstanceRecord(msgspec.Struct):
     request: str
     provider: str
     template: str
-    state: str
+    state: InstanceState
     reason: str
     since: float
     instance_id: str = ""  # the provider's id, once it started the instance
     joined: bool = False  # it did join at some point
+    # the cause of its last change (snapshots of release 0.1 have none: restore
+    # derives it from the reason, INSTANCE_LIFE.cause_of)
+    cause: Cause | None = None
 
 
 class RequestRecord(msgspec.Struct):
@@ -97,35 +70,12 @@ class RequestRecord(msgspec.Struct):
     template: str
     count: int
     holder: str
-    state: str
+    state: RequestState
     reason: str
     since: float
     created: float
     hosts: list[str] = []
     jobs: list[int] = []  # the jobs it was made for, in scheduling order
-
-
-def instance_reason(host: str, current: str, target: str, reason: str = "") -> str:
-    default = INSTANCE_TRANSITIONS.get((current, target))
-    if default is None:
-        raise RecordError(_refusal(f"instance of host {host}", current, target,
-                                   INSTANCE_TRANSITIONS))
-    return reason or default
-
-
-def request_reason(request: str, current: str, target: str, reason: str = "") -> str:
-    default = REQUEST_TRANSITIONS.get((current, target))
-    if default is None:
-        raise RecordError(_refusal(f"request {request}", current, target,
-                                   REQUEST_TRANSITIONS))
-    return reason or default
-
-
-def _refusal(what: str, current: str, target: str,
-             table: dict[tuple[str, str], str]) -> str:
-    allowed = sorted(t for (f, t) in table if f == current)
-    return (f"{what} is {current}: it cannot become {target} "
-            f"(from {current}: {', '.join(allowed) or 'nothing'})")
 
 
 class RecordBook:
@@ -144,21 +94,24 @@ class RecordBook:
             case RequestRecorded(request=rid, time=time) if rid not in self.requests:
                 self.requests[rid] = RequestRecord(
                     rid, event.provider, event.template, event.count, event.holder,
-                    "requested", "recorded", time, time, jobs=list(event.jobs))
+                    RequestState.REQUESTED, "recorded", time, time, jobs=list(event.jobs))
             case RequestChanged(request=rid, state=state, reason=reason, time=time):
                 record = self.requests[rid]
-                record.state, record.reason, record.since = state, reason, time
+                record.state, record.reason, record.since = RequestState(state), reason, time
             case InstanceRecorded(host=host, request=rid, time=time) if (
                 host not in self.instances
             ):
                 self.instances[host] = InstanceRecord(
-                    host, rid, event.provider, event.template, "requested", "recorded", time)
+                    host, rid, event.provider, event.template, InstanceState.REQUESTED,
+                    "recorded", time)
                 self.requests[rid].hosts.append(host)
             case InstanceChanged(host=host, state=state, reason=reason, time=time):
                 instance = self.instances[host]
-                instance.state, instance.reason, instance.since = state, reason, time
+                instance.state, instance.reason, instance.since = (
+                    InstanceState(state), reason, time)
+                instance.cause = INSTANCE_LIFE.cause_of(state, reason, event.cause)
                 instance.instance_id = event.instance_id or instance.instance_id
-                instance.joined = instance.joined or state == "joined"
+                instance.joined = instance.joined or state == InstanceState.JOINED
             case _:
                 pass
 
@@ -170,39 +123,41 @@ class RecordBook:
         target = _instance_target(event)
         if target is None:
             return []
-        host, state, reason = target
+        host, state, reason, cause = target
         instance = self.instances.get(host)
         if instance is None or instance.state in INSTANCE_FINAL:
             return []
-        if (instance.state, state) not in INSTANCE_TRANSITIONS:
-            if state == "joined" and instance.state == "requested":
+        if not INSTANCE_LIFE.allows(instance.state, state):
+            if state == InstanceState.JOINED and instance.state == InstanceState.REQUESTED:
                 # it joined before the provisioner said the provider accepted it
-                return [*self.change_instance(host, "running", now),
-                        *self.change_instance(host, "joined", now, reason)]
+                return [*self.change_instance(host, InstanceState.RUNNING, now),
+                        *self.change_instance(host, state, now, reason)]
             return []
-        return self.change_instance(host, state, now, reason)
+        return self.change_instance(host, state, now, reason, cause=cause)
 
-    def check_instance(self, host: str, state: str) -> None:
-        """RecordError unless the instance may become `state` (or already is)."""
+    def check_instance(self, host: str, state: InstanceState) -> None:
+        """TransitionError unless the instance may become `state` (or already is)."""
         instance = self.instances[host]
         if instance.state != state:
-            instance_reason(host, instance.state, state)
+            INSTANCE_LIFE.reason_for(host, instance.state, state)
 
-    def change_instance(self, host: str, state: str, now: float, reason: str = "",
-                        instance_id: str = "") -> list[Event]:
-        """An instance's change (RecordError if the table forbids it) and the request
-        change that follows. The facts are applied here, so that several changes in
-        one commit see each other."""
+    def change_instance(self, host: str, state: InstanceState, now: float, reason: str = "",
+                        instance_id: str = "", cause: Cause | None = None) -> list[Event]:
+        """An instance's change (TransitionError if the table forbids it) and the
+        request change that follows. The facts are applied here, so that several
+        changes in one commit see each other."""
         instance = self.instances[host]
-        why = instance_reason(host, instance.state, state, reason)
-        facts: list[Event] = [InstanceChanged(host, state, why, now, instance_id)]
+        why = INSTANCE_LIFE.reason_for(host, instance.state, state, reason)
+        facts: list[Event] = [InstanceChanged(host, state, why, now, instance_id, cause)]
         self.apply(facts[0])
         facts.extend(self._request_follows(instance.request, now))
         return facts
 
-    def change_request(self, rid: str, state: str, now: float, reason: str = "") -> list[Event]:
+    def change_request(self, rid: str, state: RequestState, now: float,
+                       reason: str = "") -> list[Event]:
         record = self.requests[rid]
-        fact = RequestChanged(rid, state, request_reason(rid, record.state, state, reason), now)
+        fact = RequestChanged(rid, state, REQUEST_LIFE.reason_for(rid, record.state, state,
+                                                                  reason), now)
         self.apply(fact)
         return [fact]
 
@@ -231,60 +186,70 @@ class RecordBook:
     def restore(self, requests: list[RequestRecord], instances: list[InstanceRecord]) -> None:
         self.requests = {r.request: r for r in requests}
         self.instances = {i.host: i for i in instances}
+        for instance in instances:  # (a snapshot of release 0.1 kept no causes)
+            instance.cause = INSTANCE_LIFE.cause_of(instance.state, instance.reason,
+                                                    instance.cause)
 
 
-def _instance_target(event: Event) -> tuple[str, str, str] | None:
-    """(host, instance state, reason) a host fact moves its instance to, if any."""
+def _instance_target(event: Event) -> Target | None:
+    """What a host fact moves its instance to, if anything: a drain for the causes
+    that give a host back, a loss when its provider reclaimed it; an expected host
+    removed releases it as cancelled, or refused (with the provider's words), or, a
+    failed one cleared, with the table's reason."""
     match event:
         case HostAdded(name=name, template=template) if template is not None:
-            return name, "joined", ""
-        case HostStateChanged(name=name, state="closed", reason=reason) if (
-            reason in DRAIN_REASONS
-        ):
-            return name, "draining", reason
-        case HostStateChanged(name=name, state="ok"):
-            return name, "joined", ""
-        case HostStateChanged(name=name, state="decommissioned"):
-            return name, "releasing", ""
-        case HostStateChanged(name=name, state="lost", reason=reason) if reason == RECLAIMED:
-            return name, "lost", ""
+            return name, InstanceState.JOINED, "", None
+        case HostStateChanged(name=name, state=state, reason=reason):
+            cause = HOST_LIFE.cause_of(state, reason, event.cause)
+            if state == HostState.CLOSED and cause in DRAIN_CAUSES:
+                return name, InstanceState.DRAINING, reason, cause
+            if state == HostState.OK:
+                return name, InstanceState.JOINED, "", None
+            if state == HostState.DECOMMISSIONED:
+                return name, InstanceState.RELEASING, "", None
+            if state == HostState.LOST and cause is Cause.RECLAIM:
+                return name, InstanceState.LOST, "", cause
         case HostRemoved(name=name):
-            return name, "released", ""
-        case ExpectedHostEnded(name=name, state="failed", reason=reason):
-            return name, "releasing", reason
-        case ExpectedHostEnded(name=name, state="removed", reason=reason):
-            return name, "released", "" if reason in ("cancelled", "cleared") else reason
+            return name, InstanceState.RELEASED, "", None
+        case ExpectedHostEnded(name=name, state=HostState.FAILED, reason=reason):
+            return name, InstanceState.RELEASING, reason, event.cause
+        case ExpectedHostEnded(name=name, state=HostState.REMOVED, reason=reason, cause=cause):
+            if cause is not Cause.REFUSED:  # (refused: the provider's words)
+                reason = CANCELLED if cause is Cause.CANCELLED else ""
+            return name, InstanceState.RELEASED, reason, cause
     return None
 
 
 def _request_path(record: RequestRecord,
-                  instances: list[InstanceRecord]) -> list[tuple[str, str]]:
+                  instances: list[InstanceRecord]) -> list[tuple[RequestState, str]]:
     """The request states its instances now call for, in order (often none), each with
     its reason ("": the table's)."""
     if record.state in REQUEST_FINAL:
         return []
     states = [i.state for i in instances]
-    if all(s == "requested" for s in states):
+    if all(s == InstanceState.REQUESTED for s in states):
         return []
-    path: list[tuple[str, str]] = []
+    path: list[tuple[RequestState, str]] = []
     current = record.state
-    if current == "requested":
-        path.append((current := "in flight", ""))
-    if any(s in ("requested", "running") for s in states):  # some still on their way
-        return path
+    if current == RequestState.REQUESTED:
+        path.append((current := RequestState.IN_FLIGHT, ""))
+    if any(s in (InstanceState.REQUESTED, InstanceState.RUNNING) for s in states):
+        return path  # some still on their way
     joined = sum(i.joined for i in instances)
-    if current == "in flight":
+    if current == RequestState.IN_FLIGHT:
         unjoined = [i for i in instances if not i.joined]
         cancelled = bool(unjoined) and all(
-            i.state == "released" and i.reason == CANCELLED for i in unjoined)
+            i.state == InstanceState.RELEASED and i.cause is Cause.CANCELLED
+            for i in unjoined)
         if joined == 0:
-            return [*path, ("failed", ALL_CANCELLED if cancelled else "")]
-        current = "fulfilled" if joined == record.count else "partially fulfilled"
+            return [*path, (RequestState.FAILED, ALL_CANCELLED if cancelled else "")]
+        current = (RequestState.FULFILLED if joined == record.count
+                   else RequestState.PARTIALLY_FULFILLED)
         path.append((current, OTHERS_CANCELLED if cancelled else ""))
-    given_back = [i for i in instances if i.joined and i.state != "joined"
-                  and i.state != "draining"]
-    if given_back and current in ("fulfilled", "partially fulfilled"):
-        path.append((current := "returning", ""))
-    if current == "returning" and all(s in INSTANCE_FINAL for s in states):
-        path.append(("returned", ""))
+    given_back = [i for i in instances if i.joined
+                  and i.state not in (InstanceState.JOINED, InstanceState.DRAINING)]
+    if given_back and current in (RequestState.FULFILLED, RequestState.PARTIALLY_FULFILLED):
+        path.append((current := RequestState.RETURNING, ""))
+    if current == RequestState.RETURNING and all(s in INSTANCE_FINAL for s in states):
+        path.append((RequestState.RETURNED, ""))
     return path

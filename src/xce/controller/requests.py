@@ -15,8 +15,9 @@ from xce.controller.fencing import Fencing
 from xce.controller.hosts import HostDesk
 from xce.controller.kernel import FactKernel
 from xce.controller.problems import ApiProblem, refuse
-from xce.controller.records import InstanceRecord, RecordError, RequestRecord
+from xce.controller.records import InstanceRecord, RequestRecord
 from xce.controller.view import ExpectedHost
+from xce.model.causes import Cause
 from xce.model.events import (
     Event,
     ExpectedHostEnded,
@@ -24,6 +25,7 @@ from xce.model.events import (
     InstanceRecorded,
     RequestRecorded,
 )
+from xce.model.lifecycle import HostState, InstanceState, RequestState, TransitionError
 from xce.sched.room import template_room
 
 
@@ -101,13 +103,13 @@ class RequestDesk:
         now = facts.clock()
         try:
             for host in instances:  # checked whole before any change
-                facts.records.check_instance(host, "running")
+                facts.records.check_instance(host, InstanceState.RUNNING)
             events: list[Event] = []
             for host, instance_id in instances.items():
-                if facts.records.instances[host].state == "requested":
-                    events += facts.records.change_instance(host, "running", now,
+                if facts.records.instances[host].state == InstanceState.REQUESTED:
+                    events += facts.records.change_instance(host, InstanceState.RUNNING, now,
                                                             instance_id=instance_id)
-        except RecordError as err:
+        except TransitionError as err:
             raise ApiProblem(409, str(err)) from err
         await facts.commit(now, events)
         return record
@@ -119,14 +121,16 @@ class RequestDesk:
         record = self._request(who, request)
         now = facts.clock()
         try:
-            events: list[Event] = facts.records.change_request(request, "failed", now, reason)
-        except RecordError as err:
+            events: list[Event] = facts.records.change_request(request, RequestState.FAILED,
+                                                               now, reason)
+        except TransitionError as err:
             raise ApiProblem(409, str(err)) from err
         view = facts.view
         cancelled = [view.expected[h] for h in record.hosts
-                     if h in view.expected and view.expected[h].state == "expected"]
+                     if h in view.expected and view.expected[h].state == HostState.EXPECTED]
         for expected in cancelled:
-            events.append(ExpectedHostEnded(expected.name, "removed", f"refused: {reason}", now))
+            events.append(ExpectedHostEnded(expected.name, HostState.REMOVED,
+                                            f"refused: {reason}", now, Cause.REFUSED))
         if cancelled:
             events.append(self.hosts.in_flight(record.template, {e.name for e in cancelled}))
         await facts.commit(now, events)
@@ -144,15 +148,17 @@ class RequestDesk:
         now = facts.clock()
         why = reason or "vanished from the provider"
         expected = facts.view.expected.get(host)
-        if host in facts.view.hosts and instance.state in ("joined", "draining"):
+        if host in facts.view.hosts and instance.state in (InstanceState.JOINED,
+                                                           InstanceState.DRAINING):
             await self.hosts.reclaimed(who, host)
             return instance
         try:
-            events: list[Event] = facts.records.change_instance(host, "lost", now, why)
-        except RecordError as err:
+            events: list[Event] = facts.records.change_instance(host, InstanceState.LOST, now,
+                                                                why)
+        except TransitionError as err:
             raise ApiProblem(409, str(err)) from err
-        if expected is not None and expected.state == "expected":
-            events += [ExpectedHostEnded(host, "failed", why, now),
+        if expected is not None and expected.state == HostState.EXPECTED:
+            events += [ExpectedHostEnded(host, HostState.FAILED, why, now),
                        self.hosts.in_flight(expected.template, {host})]
         await facts.commit(now, events)
         return instance

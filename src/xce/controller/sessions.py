@@ -25,6 +25,7 @@ from xce.model.events import (
     JobSubmitted,
     SchedulerEvent,
 )
+from xce.model.lifecycle import HostState
 from xce.model.result import Dispatch, Reservation, SessionResult
 from xce.sched import SchedulerState, run_session
 from xce.sched.state import SchedulerInputError
@@ -98,7 +99,7 @@ class SessionRunner:
             or job is None
             or job.state != PEND
             or any(h in stale_hosts for h in decision.hosts)
-            or any(self._host_state(h) != "ok" for h in decision.hosts)
+            or any(self._host_state(h) != HostState.OK for h in decision.hosts)
         )
 
     def _host_state(self, name: str) -> str:

@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from xce.controller.auth import Identity
 from xce.controller.core import Controller
 from xce.controller.problems import ApiProblem, refuse
-from xce.controller.tokens import STEPS
 from xce.model.amounts import EPSILON
 from xce.model.api import (
     CatalogInfo,
@@ -32,8 +31,9 @@ from xce.model.api import (
     TemplateInfo,
 )
 from xce.model.events import Event, SupplyChanged, TokensChanged
+from xce.model.lifecycle import TOKEN_STEPS, TokenStep
 from xce.sched.pools import PoolRecord
-from xce.sched.state import SchedulerState
+from xce.sched.queries import SchedulerQueries
 
 log = logging.getLogger("xce.controller.supply")
 
@@ -41,7 +41,7 @@ LIFT = -1  # SupplyChanged: a negative allowance or headroom lifts the runtime v
 
 
 # ---------------------------------------------------------------- pools
-def find_pool(state: SchedulerState, key: str) -> PoolRecord | None:
+def find_pool(state: SchedulerQueries, key: str) -> PoolRecord | None:
     """The pool named `key`: its label ("vcs", "hspice/cloud"), or resource/pool
     ("vcs/default" for a resource's only pool)."""
     for pools in state.pools.values():
@@ -51,7 +51,7 @@ def find_pool(state: SchedulerState, key: str) -> PoolRecord | None:
     return None
 
 
-def _pool(state: SchedulerState, key: str, missing: int) -> PoolRecord:
+def _pool(state: SchedulerQueries, key: str, missing: int) -> PoolRecord:
     pool = find_pool(state, key)
     if pool is None:
         known = [p.label for pools in state.pools.values() for p in pools]
@@ -60,7 +60,7 @@ def _pool(state: SchedulerState, key: str, missing: int) -> PoolRecord:
     return pool
 
 
-def _countable(state: SchedulerState, key: str, missing: int) -> PoolRecord:
+def _countable(state: SchedulerQueries, key: str, missing: int) -> PoolRecord:
     pool = _pool(state, key, missing)
     if pool.countable is None:
         raise ApiProblem(400, f"pool {pool.label} is not countable: no catalog countable "
@@ -113,7 +113,7 @@ def step_facts(ctl: Controller, pool: PoolRecord, step: str, amount: float,
     key = pool.label
     after = ctl.tokens.after(key, step, amount)
     headroom: dict[str, float] = {}
-    if step == "borrow_requested" and pool.headroom is not None:
+    if step == TokenStep.BORROW_REQUESTED and pool.headroom is not None:
         headroom[key] = max(0.0, pool.headroom - amount)  # stays "how many more"
     return [
         TokensChanged(pool=key, step=step, amount=amount, time=now),
@@ -142,7 +142,7 @@ def _borrow_refusal(ctl: Controller, pool: PoolRecord, amount: float) -> str | N
 async def tokens_step(ctl: Controller, key: str, step: str, amount: float) -> PoolInfo:
     """One step asked for through the API (borrow_requested, granted, refused,
     return_requested), once durable; the pool afterwards."""
-    if step not in STEPS or step == "returned":
+    if step not in TOKEN_STEPS or step == TokenStep.RETURNED:
         raise ApiProblem(400, f"step {step!r} cannot be asked for")
     # A session that started before a return must not hand out the returned tokens;
     # one that starts after it sees the smaller total. Checked and logged with no
@@ -150,7 +150,7 @@ async def tokens_step(ctl: Controller, key: str, step: str, amount: float) -> Po
     await ctl.quiet()
     pool = _countable(ctl.state, key, missing=404)
     why = ctl.tokens.refusal(pool.label, step, amount)
-    if why is None and step == "borrow_requested":
+    if why is None and step == TokenStep.BORROW_REQUESTED:
         why = _borrow_refusal(ctl, pool, amount)
     if why is not None:
         raise ApiProblem(409 if amount > 0 else 400, why)
@@ -171,7 +171,7 @@ async def settle_returns(ctl: Controller) -> None:
         pool = find_pool(ctl.state, key)
         if pool is not None and pool.used <= pool.total + EPSILON:
             log.info("pool %s: %g returned tokens are free: the return is complete", key, amount)
-            facts += step_facts(ctl, pool, "returned", amount, now)
+            facts += step_facts(ctl, pool, TokenStep.RETURNED, amount, now)
     if facts:
         await ctl.emit(now, facts)
 
@@ -191,7 +191,7 @@ def catalog(ctl: Controller) -> CatalogInfo:
             max=template.max, rank=template.rank, alive=alive, in_flight=in_flight,
             allowance=allowance, available=state.new_hosts_allowed(template),
             lead_time=state.lead_time(template.name),
-            runtime_lead_time=state.lead_times.get(template.name),
+            runtime_lead_time=state.lead_times.get(template.name), price=template.price,
         ))
     countables = []
     for pools in state.pools.values():

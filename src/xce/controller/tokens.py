@@ -1,6 +1,7 @@
 """The ledger of borrowed tokens, per countable pool ("vcs", "hspice/cloud").
 
-Tokens of a pool are, from the lender's side, in one of three places:
+Tokens of a pool are, from the lender's side, in one of three places (the states of
+`TOKEN_LIFE`, xce.model.lifecycle, but `lender`):
 
 * `in_flight`: asked for, no answer yet; not usable.
 * `borrowed`: granted; part of the pool's total, so jobs may be given them.
@@ -8,10 +9,11 @@ Tokens of a pool are, from the lender's side, in one of three places:
   them) but running jobs may still hold them; the return completes (`returned`) only
   once the pool's tokens in use fit within what is left.
 
-The ledger is built from `TokensChanged` facts in log order, so that recovery rebuilds
-it, and is kept in the controller's snapshots. `refusal` says whether a step is legal
-now; the controller logs only legal steps, so applying a logged step never fails.
-Pure: no I/O, no clock.
+Each step (`TOKEN_STEPS`) moves an amount along one edge of the table. The ledger is
+built from `TokensChanged` facts in log order, so that recovery rebuilds it, and is
+kept in the controller's snapshots. `refusal` says whether a step is legal now; the
+controller logs only legal steps, so applying a logged step never fails. Pure: no I/O,
+no clock.
 """
 
 from __future__ import annotations
@@ -23,27 +25,17 @@ import msgspec
 
 from xce.model.amounts import EPSILON
 from xce.model.events import Event, TokensChanged
+from xce.model.lifecycle import TOKEN_STEPS, TokenState, TokenStep
 
 log = logging.getLogger("xce.controller.tokens")
 
 
-IN_FLIGHT, BORROWED, RETURNING = "in_flight", "borrowed", "returning"
-
-# Every step, as (where its amount comes from, where it goes, when it happens). A
-# source must hold at least the amount; None is the lender.
-STEPS: dict[str, tuple[str | None, str | None, str]] = {
-    "borrow_requested": (None, IN_FLIGHT, "the provisioner asked the lender for tokens"),
-    "granted": (IN_FLIGHT, BORROWED, "the lender gave them: the pool's total grows"),
-    "refused": (IN_FLIGHT, None, "the lender will not give them"),
-    "return_requested": (BORROWED, RETURNING,
-                         "out of the total at once; the jobs that hold them run on"),
-    "returned": (RETURNING, None, "no job holds them any more: given back to the lender"),
-}
 # What the API calls each step a caller may ask for (`returned` is the controller's).
-API_STEPS = {"borrow": "borrow_requested", "grant": "granted", "refuse": "refused",
-             "return": "return_requested"}
-_VERBS = {"borrow_requested": "borrow", "granted": "grant", "refused": "refuse",
-          "return_requested": "return", "returned": "complete the return of"}
+API_STEPS = {"borrow": TokenStep.BORROW_REQUESTED, "grant": TokenStep.GRANTED,
+             "refuse": TokenStep.REFUSED, "return": TokenStep.RETURN_REQUESTED}
+_VERBS = {TokenStep.BORROW_REQUESTED: "borrow", TokenStep.GRANTED: "grant",
+          TokenStep.REFUSED: "refuse", TokenStep.RETURN_REQUESTED: "return",
+          TokenStep.RETURNED: "complete the return of"}
 
 
 class PoolTokens(msgspec.Struct):
@@ -53,7 +45,10 @@ class PoolTokens(msgspec.Struct):
     borrowed: float = 0.0
     returning: float = 0.0
 
-    def amount(self, place: str) -> float:
+    def amount(self, place: TokenState) -> float:
+        """The tokens in `place` (none is kept for the lender)."""
+        if place is TokenState.LENDER:
+            return 0.0
         value: float = getattr(self, place)
         return value
 
@@ -75,27 +70,27 @@ class TokenLedger:
 
     def refusal(self, pool: str, step: str, amount: float) -> str | None:
         """Why `step` of `amount` tokens is illegal now, or None when it is legal."""
-        if step not in STEPS:
-            return f"unknown step {step!r} (steps: {', '.join(STEPS)})"
+        if step not in TOKEN_STEPS:
+            return f"unknown step {step!r} (steps: {', '.join(TOKEN_STEPS)})"
         if not math.isfinite(amount) or amount <= 0:
             return f"the amount must be a number above 0, not {amount:g}"
-        source = STEPS[step][0]
-        if source is None:
+        source = TOKEN_STEPS[TokenStep(step)][0]
+        if source is TokenState.LENDER:
             return None
         have = self.of(pool).amount(source)
         if amount > have + EPSILON:
             where = source.replace("_", " ")
-            return (f"cannot {_VERBS[step]} {amount:g} tokens of {pool}: "
+            return (f"cannot {_VERBS[TokenStep(step)]} {amount:g} tokens of {pool}: "
                     f"{have:g} {where}")
         return None
 
     def after(self, pool: str, step: str, amount: float) -> PoolTokens:
         """The pool's tokens after `step` (not applied). Never below 0."""
-        source, target, _when = STEPS[step]
+        source, target = TOKEN_STEPS[TokenStep(step)]
         tokens = msgspec.structs.replace(self.of(pool))
-        if source is not None:
+        if source is not TokenState.LENDER:
             setattr(tokens, source, _tidy(max(0.0, tokens.amount(source) - amount)))
-        if target is not None:
+        if target is not TokenState.LENDER:
             setattr(tokens, target, _tidy(tokens.amount(target) + amount))
         return tokens
 
@@ -104,7 +99,7 @@ class TokenLedger:
         if not isinstance(event, TokensChanged):
             return
         why = self.refusal(event.pool, event.step, event.amount)
-        if event.step not in STEPS:
+        if event.step not in TOKEN_STEPS:
             log.error("ignoring a token step of %s: %s", event.pool, why)
             return
         if why is not None:  # logged facts were legal when logged: a bug, keep going

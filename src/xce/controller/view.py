@@ -10,6 +10,7 @@ from collections.abc import Collection
 
 import msgspec
 
+from xce.model.causes import Cause
 from xce.model.cluster import ClusterConfig, HostShape, ResourceValue
 from xce.model.events import (
     ConfigLoaded,
@@ -27,6 +28,7 @@ from xce.model.events import (
     JobSubmitted,
 )
 from xce.model.jobs import JobSpec
+from xce.model.lifecycle import HOST_LIFE, HostState
 
 PEND, PSUSP, RUN, DONE, EXIT = "PEND", "PSUSP", "RUN", "DONE", "EXIT"
 FINISHED = (DONE, EXIT)
@@ -56,7 +58,7 @@ class ExpectedHost(msgspec.Struct):
     token_sha256: str
     deadline: float
     since: float
-    state: str = "expected"
+    state: str = HostState.EXPECTED
     reason: str = ""
 
 
@@ -65,6 +67,7 @@ class HostView:
     memory only: after a restart every agent gets a fresh grace period."""
 
     __slots__ = (
+        "cause",
         "jobs",
         "joined",
         "last_heartbeat",
@@ -96,11 +99,13 @@ class HostView:
         self.state = state
         self.static = static
         self.reason = ""  # why it is in its state (the last transition's reason)
+        self.cause: Cause | None = None  # and the cause of that transition, if any
         self.provider = ""
         self.request = ""  # the provider request it came from
         self.token_sha256 = ""  # the join token it joined with (its agent's credential)
         self.joined = 0.0
-        self.resume = ("ok", "")  # state and reason to return to when the agent is back
+        # state, reason and cause to return to when the agent is back
+        self.resume: tuple[str, str, Cause | None] = (HostState.OK, "", None)
         self.jobs: dict[int, int] = {}  # job -> slots here
         self.last_heartbeat: float | None = None
         self.unreach_since: float | None = None
@@ -111,7 +116,7 @@ class HostView:
 
     @property
     def closed_by_admin(self) -> bool:
-        return self.state == "closed" and self.reason == "admin"
+        return self.state == HostState.CLOSED and self.cause is Cause.ADMIN
 
 
 class ClusterView:
@@ -160,14 +165,16 @@ class ClusterView:
                 self.hosts[event.name] = host
             case HostStateChanged(name=name, state=state, reason=reason):
                 host = self.hosts[name]
-                if state == "closed" and not reason:
-                    reason = "admin"  # facts written before transitions had reasons
-                host.unreach_since = time if state == "unreach" else host.unreach_since
-                if state not in ("unreach", "lost"):
+                if state == HostState.CLOSED and not reason:
+                    reason = Cause.ADMIN  # facts written before transitions had reasons
+                away = (HostState.UNREACH, HostState.LOST)
+                host.unreach_since = time if state == HostState.UNREACH else host.unreach_since
+                if state not in away:
                     host.unreach_since = None
-                if state in ("unreach", "lost") and host.state in ("ok", "closed"):
-                    host.resume = (host.state, host.reason)
+                if state in away and host.state in (HostState.OK, HostState.CLOSED):
+                    host.resume = (host.state, host.reason, host.cause)
                 host.state, host.reason = state, reason
+                host.cause = HOST_LIFE.cause_of(state, reason, event.cause)
             case HostExpected():
                 self.expected[event.name] = ExpectedHost(
                     event.name, event.template, event.provider, event.request,
@@ -175,7 +182,7 @@ class ClusterView:
                 )
                 self.last_host_number += 1
             case ExpectedHostEnded(name=name, state=state, reason=reason):
-                if state == "removed":
+                if state == HostState.REMOVED:
                     del self.expected[name]
                 else:
                     self.expected[name].state = state
@@ -191,7 +198,7 @@ class ClusterView:
         self.config = config
         for spec in config.hosts:
             if spec.name not in self.hosts:
-                self.hosts[spec.name] = HostView(spec, None, "ok", static=True)
+                self.hosts[spec.name] = HostView(spec, None, HostState.OK, static=True)
 
     def _end(self, job_id: int, end: float | None) -> JobRecord:
         job = self.jobs[job_id]
@@ -205,13 +212,13 @@ class ClusterView:
     def in_flight(self, template: str) -> int:
         """Expected hosts of `template` that may still join."""
         return sum(1 for e in self.expected.values()
-                   if e.template == template and e.state == "expected")
+                   if e.template == template and e.state == HostState.EXPECTED)
 
     def requested(self, template: str, leaving: Collection[str] = ()) -> list[float]:
         """When each expected host of `template` that may still join (but `leaving`)
         was requested, earliest first."""
         return sorted(e.since for e in self.expected.values()
-                      if e.template == template and e.state == "expected"
+                      if e.template == template and e.state == HostState.EXPECTED
                       and e.name not in leaving)
 
     def forget_finished(self, before: float) -> None:

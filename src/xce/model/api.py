@@ -7,7 +7,7 @@ docs/api.md; the OpenAPI document at `/openapi.json` is generated from these typ
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -49,6 +49,11 @@ class SubmitRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # Seconds the job may run (`xce submit -W`), at most the queue's max_run_limit;
     # None: the queue's run_limit, else none.
     run_limit: float | None = None
+    # GPUs on each host of the job (`xce submit -gpu "num=N:mode=...:j_exclusive=..."`,
+    # parsed by xce.resreq.parse_gpu): JobSpec's gpus, gpu_mode, gpu_exclusive.
+    gpus: NonNegative = 0
+    gpu_mode: Literal["shared", "exclusive_process"] = "shared"
+    gpu_exclusive: bool = False
 
 
 class Submitted(msgspec.Struct, frozen=True):
@@ -310,7 +315,7 @@ class TemplateInfo(msgspec.Struct, frozen=True):
     scheduler may ask for now (max less alive and in flight, within the allowance);
     `lead_time`: the request-to-join seconds the scheduler plans with (the observed
     `runtime_lead_time` when one was set, else the configured expected_lead_time,
-    else 300)."""
+    else 300); `price`: the configured price per host-hour."""
 
     name: str
     provider: str
@@ -323,6 +328,7 @@ class TemplateInfo(msgspec.Struct, frozen=True):
     available: int
     lead_time: float = 300.0
     runtime_lead_time: float | None = None
+    price: float = 0.0  # per host-hour (0: none)
 
 
 class CountableInfo(msgspec.Struct, frozen=True):
@@ -384,6 +390,8 @@ class RegisterRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     model: str = ""
     resources: dict[str, ResourceValue] = {}
     running: list[int] = []
+    # GPUs the agent found (`nvidia-smi -L`), else those its host spec gives (--gpus)
+    gpus: NonNegative = 0
 
 
 class Registered(msgspec.Struct, frozen=True):
@@ -408,6 +416,10 @@ class Heartbeat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     running: list[int] = []
     finished: list[JobReport] = []
+    # The provider announced it takes the machine back then (epoch seconds: EC2's spot
+    # interruption notice, read by the agent): the controller closes the host at once
+    # (closed_Recl) and requeues its running jobs, or exits them, as its queue says.
+    reclaim_at: Annotated[float, msgspec.Meta(ge=0)] | None = None
 
 
 class Launch(msgspec.Struct, frozen=True):
@@ -428,6 +440,11 @@ class Launch(msgspec.Struct, frozen=True):
     # Seconds the job may run, counted from its start on the host: the agent ends it
     # then (SIGTERM, SIGKILL after its kill grace). None: no limit.
     run_limit: float | None = None
+    # GPUs the job has on this host (the agent picks the devices: CUDA_VISIBLE_DEVICES),
+    # their mode ("shared" | "exclusive_process", XCE_GPU_MODE) and LSF's j_exclusive.
+    gpus: int = 0
+    gpu_mode: str = "shared"
+    gpu_exclusive: bool = False
 
 
 class HeartbeatReply(msgspec.Struct, frozen=True):

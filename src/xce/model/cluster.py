@@ -9,6 +9,8 @@ import msgspec
 from xce.model.policy import PolicyConfig, SimulationConfig
 
 ResourceValue = float | bool
+Choose = Literal["rank", "cost", "least-waste"]  # catalog.choose
+CHOOSE_RULES: tuple[Choose, ...] = ("rank", "cost", "least-waste")
 
 
 class ResourceDef(msgspec.Struct, frozen=True):
@@ -33,6 +35,8 @@ class HostShape(msgspec.Struct, frozen=True):
 
 class HostSpec(HostShape, frozen=True):
     """A static host from the `hosts:` section (name ranges already expanded)."""
+
+    gpus: int = 0  # GPUs on the host (built in, like slots: `select[ngpus>0]`)
 
 
 class SharedPool(msgspec.Struct, frozen=True):
@@ -91,6 +95,8 @@ class HostTemplate(msgspec.Struct, frozen=True):
     # s from request to join, for planning (None: 300 live; in the simulator the mean
     # of its provider's lead-time model); a runtime estimate replaces it
     expected_lead_time: float | None = None
+    price: float = 0.0  # per host-hour (catalog.choose: cost; the cost shown); >= 0
+    gpus: int = 0  # GPUs per host (the built-in per-host `gpus`)
 
 
 class Countable(msgspec.Struct, frozen=True):
@@ -110,6 +116,9 @@ class Catalog(msgspec.Struct, frozen=True):
     max_jobs_per_session: int = 10000
     templates: tuple[HostTemplate, ...] = ()
     countables: tuple[Countable, ...] = ()
+    # Where new hosts come from (docs/scheduling.md, "Choosing the template"):
+    # rank | cost | least-waste
+    choose: Choose = "rank"
 
 
 class ClusterConfig(msgspec.Struct, frozen=True):

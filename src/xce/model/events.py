@@ -15,10 +15,12 @@ from typing import Final, TypeGuard, get_args
 
 import msgspec
 
+from xce.model.causes import Cause
 from xce.model.cluster import ClusterConfig, HostShape
 from xce.model.jobs import JobSpec
 
-HostState = str  # ok, closed, unreach, unavail, expected, failed, decommissioned
+# States are stored as strings: the values of xce.model.lifecycle's enums
+# (HostState, RequestState, InstanceState).
 
 
 class ConfigLoaded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
@@ -70,20 +72,26 @@ class HostAdded(HostShape, frozen=True, tag=True, tag_field="event"):
     static host coming back after removal."""
 
     template: str | None = None
-    state: HostState = "ok"
+    state: str = "ok"
     time: float = 0
     idle_since: float | None = None  # default: `time`
     provider: str = ""  # the provider that made it (provisioned hosts)
+    # GPUs on the host; 0 for a host of a template: the template's (the scheduler)
+    gpus: int = 0
 
 
 class HostStateChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
-    """A host's lifecycle transition (`reason`: why, e.g. a close by an admin or for
-    idleness; see docs/elastic.md)."""
+    """A host's lifecycle transition (`reason`: why, for people, e.g. a close by an
+    admin or for idleness; `cause`: why, for programs, e.g. `reclaim` for a host lost
+    because its provider took it back; see docs/elastic.md). A fact without a cause
+    (written before facts carried one) has the one its reason stands for
+    (`HOST_LIFE.cause_of`)."""
 
     name: str
-    state: HostState
+    state: str
     time: float = 0
     reason: str = ""
+    cause: Cause | None = None
 
 
 class HostExpected(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
@@ -102,12 +110,14 @@ class HostExpected(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
 
 class ExpectedHostEnded(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     """An expected host that will not join: `failed` (deadline passed) or `removed`
-    (cancelled, or a failed one cleared)."""
+    (cancelled, or a failed one cleared); `cause` cancelled or refused (its provider
+    refused the request) for a removed one that was still expected."""
 
     name: str
     state: str
     reason: str = ""
     time: float = 0
+    cause: Cause | None = None
 
 
 class TokensChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
@@ -221,13 +231,16 @@ class InstanceRecorded(msgspec.Struct, frozen=True, tag=True, tag_field="event")
 
 class InstanceChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     """An instance moved to `state` (requested, running, joined, draining, releasing,
-    released, lost) for `reason`; `instance_id` is the provider's id once known."""
+    released, lost) for `reason`, with the `cause` of the host change it follows (if
+    any; a fact without one has the one its reason stands for,
+    `INSTANCE_LIFE.cause_of`); `instance_id` is the provider's id once known."""
 
     host: str
     state: str
     reason: str
     time: float = 0
     instance_id: str = ""
+    cause: Cause | None = None
 
 
 # What the scheduler state takes: SchedulerState.apply has an arm for each, and

@@ -21,6 +21,13 @@ class JobSpec(msgspec.Struct, frozen=True):
     # Run limit in seconds (`bsub -W`, scenario `run_limit`, SWF requested time);
     # None: the queue's `run_limit`, else no limit (ARCHITECTURE.md section 2a).
     run_limit: float | None = None
+    # GPUs per host the job runs on (`bsub -gpu "num=N"`, scenario `gpus`); the
+    # scheduler counts each as taken on every host of the job. The mode is for the
+    # agent: "shared" | "exclusive_process"; gpu_exclusive is LSF's j_exclusive
+    # (exclusive_process implies it).
+    gpus: int = 0
+    gpu_mode: str = "shared"
+    gpu_exclusive: bool = False
     # What the live controller runs (the scheduler ignores these):
     command: list[str] = []
     cwd: str = ""

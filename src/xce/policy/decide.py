@@ -12,6 +12,7 @@ import msgspec
 
 from xce.model.causes import Cause
 from xce.model.cluster import Catalog
+from xce.model.lifecycle import HostState
 from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, Idle
 from xce.policy.actions import (
@@ -25,16 +26,6 @@ from xce.policy.actions import (
     SetAllowance,
 )
 from xce.sched.room import template_room
-
-
-def seconds(value: float) -> str:
-    """`f"{value:g}"`: whole seconds below a million (most reasons) without format(),
-    which compiled is a slow generic call made for every reclaimed host."""
-    if 0 < value < 1_000_000:
-        whole = int(value)
-        if whole == value:
-            return str(whole)
-    return f"{value:g}"
 
 
 class ProvisionedHost:
@@ -184,7 +175,7 @@ def _request_hosts(
                 RequestHosts(
                     name, count,
                     f"demand of {entry.count} hosts for {len(entry.jobs)} jobs persisted "
-                    f"{seconds(now - since)} s",
+                    f"{now - since:g} s",
                     tuple(entry.jobs),
                 )
             )
@@ -281,7 +272,7 @@ def _reclaim(
     lifetime, now = config.max_lifetime, inp.now
     open_count = dict(inp.alive)
     for host in inp.hosts:
-        if host.state != "ok":
+        if host.state != HostState.OK:
             open_count[host.template] = open_count.get(host.template, 0) - 1
     idle = {h.host: h.idle_for for h in inp.idle.hosts}
     wanted = _wanted(inp, config) if idle else set()
@@ -289,13 +280,13 @@ def _reclaim(
     # In join order (names are unique: no two entries tie)
     for host in _in_join_order(inp.hosts):
         state, template = host.state, host.template
-        if state == "closed" and host.running == 0:
+        if state == HostState.CLOSED and host.running == 0:
             actions.append(DecommissionHost(host.name, "drained and empty"))
             continue
-        if state != "ok":
+        if state != HostState.OK:
             continue
         if lifetime > 0 and now - host.joined >= lifetime:
-            actions.append(DrainHost(host.name, f"maximum lifetime ({seconds(lifetime)} s)",
+            actions.append(DrainHost(host.name, f"maximum lifetime ({lifetime:g} s)",
                                      Cause.LIFETIME))
             open_count[template] -= 1
         elif host.name in idle and open_count[template] > keep.get(template, 0):
@@ -304,7 +295,7 @@ def _reclaim(
             if template in delayed:
                 held_until[template] = delayed[template]  # hosts were added lately
                 continue
-            reason = f"idle reclaim (idle {seconds(idle[host.name])} s)"
+            reason = f"idle reclaim (idle {idle[host.name]:g} s)"
             actions.append(DrainHost(host.name, reason))
             open_count[template] -= 1
     return actions

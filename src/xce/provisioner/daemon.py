@@ -33,6 +33,7 @@ import aiohttp
 from xce.model.amounts import EPSILON
 from xce.model.api import MAX_REQUEST_JOBS
 from xce.model.cluster import ClusterConfig
+from xce.model.lifecycle import HostState
 from xce.policy import (
     Action,
     DecommissionHost,
@@ -55,6 +56,7 @@ from xce.provisioner.status import (
     RequestStatus,
     Status,
     open_requests,
+    running_hosts,
     write_status,
 )
 from xce.provisioner.tokens import TokenLending
@@ -162,19 +164,22 @@ class Provisioner:
             jobs = action.jobs if isinstance(action, RequestHosts) else ()
             self._note(type(action).__name__, _detail(action), action.reason, outcome, jobs)
         await self._sync_catalog(leased, hosts)
-        self._write_status(now, sorted(leased))
+        self._write_status(now, sorted(leased), hosts)
         return actions
 
-    def _write_status(self, now: float, leased: list[str]) -> None:
+    def _write_status(self, now: float, leased: list[str], hosts: list[dict[str, Any]]) -> None:
         """What `xce provisioner status` shows: leases held, hosts on their way, the
-        open requests of the leased providers (with their jobs), the recent decisions."""
+        open requests of the leased providers (with their jobs), the recent decisions,
+        the hosts of their templates running and what they cost an hour."""
         made, self._made = self._made, []
         if self.status_file is None:
             return
         answers = [r for p in leased for r in self.inventory.open.get(p, [])]
+        running, cost, total = running_hosts(
+            hosts, (t for t in self.config.catalog.templates if t.provider in leased))
         status = Status(self.name, now, {p: self.fences[p] for p in leased},
                         sorted(self.inventory.watch), list(self.decisions),
-                        open_requests([*answers, *made]))
+                        open_requests([*answers, *made]), running, cost, total)
         write_status(self.status_file, status)
 
     async def _sync_catalog(self, leased: set[str], hosts: list[dict[str, Any]]) -> None:
@@ -207,7 +212,8 @@ class Provisioner:
                 if lead is not None:
                     lead_time[template.name] = lead
                 present = sum(1 for h in hosts if h.get("template") == template.name
-                              and h["state"] not in ("failed", "decommissioned"))
+                              and h["state"] not in (HostState.FAILED,
+                                                     HostState.DECOMMISSIONED))
                 limit = limits.get(template.name, template.max)
                 if template.name in self._backed_off:
                     wanted: int | None = 0
@@ -341,7 +347,7 @@ class Provisioner:
                 if state is None:
                     kept.append(f"{name} (gone already)")
                     continue
-                if state not in ("expected", "failed"):
+                if state not in (HostState.EXPECTED, HostState.FAILED):
                     kept.append(f"{name} (joined meanwhile: kept)")
                     continue
                 kept.append(f"{name} ({err})")  # not ours now (lease lost?): no more
@@ -414,7 +420,7 @@ def cancel_candidates(hosts: Sequence[Mapping[str, Any]],
     made = {str(r["request"]): float(r["created"]) for r in requests}
     found: list[tuple[float, int, str]] = []
     for host in hosts:
-        if host.get("template") != template or host.get("state") != "expected":
+        if host.get("template") != template or host.get("state") != HostState.EXPECTED:
             continue
         created = made.get(str(host.get("request", "")))
         if created is None or created > session_time:

@@ -20,6 +20,8 @@ import msgspec
 from xce.model.cluster import HostShape
 
 ErrorKind = Literal["capacity", "request", "unavailable"]
+# A machine as its provider's inventory lists it (not the controller's record of it,
+# xce.model.lifecycle.InstanceState): running, or gone for good.
 InstanceState = Literal["running", "gone"]
 T = TypeVar("T")
 

@@ -10,10 +10,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from xce.model.causes import Cause
+from xce.model.lifecycle import INSTANCE_LIFE, InstanceState
 from xce.provisioner.client import ControllerClient
 from xce.provisioner.provider import Instance, Provider
 
 Note = Callable[[str, str, str, str], None]  # (action, detail, reason, outcome)
+IN_SERVICE = (InstanceState.JOINED, InstanceState.DRAINING)  # records of joined hosts
 
 
 class Reconciler:
@@ -58,7 +61,7 @@ class Reconciler:
         self.open[provider] = answer["requests"]
         records = [i for r in answer["requests"] for i in r["instances"]]
         live = {i.host: i for i in inventory if i.state == "running"}
-        known = {i["host"] for i in records if i["state"] not in ("released", "lost")}
+        known = {i["host"] for i in records if i["state"] not in INSTANCE_LIFE.final}
         now = self.clock()
         for instance in inventory:
             if (instance.state == "running" and instance.host not in known
@@ -72,18 +75,18 @@ class Reconciler:
             await self._adopt(provider, request, live)
         for record in records:
             host, state, template = record["host"], record["state"], record["template"]
-            if state == "requested":  # settled by _adopt above
+            if state == InstanceState.REQUESTED:  # settled by _adopt above
                 continue
             was_running = self.watch.pop(host, None) is not None
-            if state == "running" and host not in live:
+            if state == InstanceState.RUNNING and host not in live:
                 await self._call("POST", f"/instances/{quote(host)}/vanished",
                                  {"reason": "its instance is gone from the provider"},
                                  provider=provider)
                 self._note("Reconcile", host, "its instance is gone before it joined", "lost")
                 failed.append(template)
-            elif state == "running":
+            elif state == InstanceState.RUNNING:
                 self.watch[host] = template
-            elif state in ("joined", "draining") and host not in live:
+            elif state in IN_SERVICE and host not in live:
                 # lost as reclaimed (its jobs requeued), then gone from the cluster
                 await self._call("POST", f"/instances/{quote(host)}/vanished",
                                  {"reason": "its instance is gone from the provider"},
@@ -92,19 +95,19 @@ class Reconciler:
                                  provider=provider)
                 await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
                 self._note("Reconcile", host, "its instance is gone", "lost, removed")
-            elif state in ("joined", "draining") and was_running:
+            elif state in IN_SERVICE and was_running:
                 joined.append(template)
             notice = live[host].reclaim_at if host in live else None
-            if state == "joined" and notice is not None and host not in self.noticed:
+            if state == InstanceState.JOINED and notice is not None and host not in self.noticed:
                 # taken back soon, the provider says: no new work (closed_Recl); its
                 # jobs run on until the instance is gone, then are requeued
-                await self._call("POST", f"/hosts/{quote(host)}/close?reason=reclaim",
+                await self._call("POST", f"/hosts/{quote(host)}/close?reason={Cause.RECLAIM}",
                                  provider=provider)
                 self.noticed.add(host)
                 when = wallclock.strftime("%H:%M:%S", wallclock.localtime(notice))
                 self._note("Reconcile", host, f"the provider takes it back at {when}",
                            "closed")
-            if state == "releasing":
+            if state == InstanceState.RELEASING:
                 if was_running:  # it was on its way: its join deadline passed
                     failed.append(template)
                 if host in live:
@@ -118,7 +121,8 @@ class Reconciler:
         """Instances still `requested` at the start of a round belong to a request its
         owner did not see through (it died between recording and the provider's
         answer): those the provider started are accepted, the rest cancelled."""
-        waiting = [i["host"] for i in request["instances"] if i["state"] == "requested"]
+        waiting = [i["host"] for i in request["instances"]
+                   if i["state"] == InstanceState.REQUESTED]
         if not waiting:
             return
         rid = request["request"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from xce.model.lifecycle import HostState
 from xce.model.result import demand_from_json, idle_from_json
 from xce.policy import PolicyInput, ProvisionedHost
 
@@ -21,13 +22,14 @@ def policy_input(
 ) -> PolicyInput:
     """What a round knows, for the templates this provisioner serves."""
     provisioned = [h for h in hosts if h.get("template") in templates]
-    present = [h for h in provisioned if h["state"] not in ("expected", "failed")]
+    present = [h for h in provisioned
+               if h["state"] not in (HostState.EXPECTED, HostState.FAILED)]
     alive: dict[str, int] = {}
     in_flight: dict[str, int] = {}
     for host in provisioned:
-        if host["state"] == "expected":
+        if host["state"] == HostState.EXPECTED:
             in_flight[host["template"]] = in_flight.get(host["template"], 0) + 1
-        elif host["state"] != "failed":
+        elif host["state"] != HostState.FAILED:
             alive[host["template"]] = alive.get(host["template"], 0) + 1
     return PolicyInput(
         now=now,

@@ -1,15 +1,24 @@
 """What `xce provisioner status` shows of an instance, rewritten after every round:
 its leases, the hosts it requested that have not joined, the open requests of the
-providers it holds (each with the jobs it was made for) and its recent decisions."""
+providers it holds (each with the jobs it was made for), its recent decisions, and
+the hosts of its providers' templates that are running, with their hourly cost when
+templates have prices."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
+
+from xce.model.cluster import HostTemplate
+from xce.model.cost import costs, template_prices
+from xce.model.lifecycle import HostState
+
+# joined and up: the provider bills them
+RUNNING_STATES: Final = (HostState.OK, HostState.CLOSED, HostState.UNREACH)
 
 
 class Decision(msgspec.Struct, frozen=True):
@@ -41,6 +50,29 @@ class Status(msgspec.Struct, frozen=True):
     expected: list[str]  # hosts requested, not joined yet
     decisions: list[Decision]
     requests: list[RequestStatus] = []
+    running: dict[str, int] = {}  # template -> its hosts running (RUNNING_STATES)
+    cost: dict[str, float] = {}  # template -> hourly cost of those (with prices)
+    cost_total: float = 0.0  # the hourly cost of all of them
+
+
+def running_hosts(
+    hosts: Iterable[Mapping[str, Any]], templates: Iterable[HostTemplate]
+) -> tuple[dict[str, int], dict[str, float], float]:
+    """Per template of `templates` (configuration order) with hosts running (the
+    controller's `GET /hosts` answers: provisioned, joined and up), how many; their
+    hourly cost per template (count x price) and in all, when templates have prices."""
+    templates = list(templates)
+    count = dict.fromkeys((t.name for t in templates), 0)
+    for host in hosts:
+        name = host.get("template")
+        if name in count and host.get("state") in RUNNING_STATES:
+            count[name] += 1
+    running = {name: n for name, n in count.items() if n}
+    prices = template_prices(templates)
+    if not prices or not running:
+        return running, {}, 0.0
+    each, total = costs(running, prices)
+    return running, each, total
 
 
 def request_status(answer: Mapping[str, Any]) -> RequestStatus:

@@ -25,11 +25,12 @@ from xce.model.events import (
     SupplyChanged,
 )
 from xce.model.jobs import JobSpec
+from xce.resreq import GpuError, GpuRequest, parse_gpu
 from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
 
 JOB_KEYS = (
     "id", "ids", "user", "queue", "n", "res", "submit", "priority", "name", "state",
-    "hosts", "start", "run", "run_limit", "hold",
+    "hosts", "start", "run", "run_limit", "hold", "gpus", "gpu",
 )
 HOST_KEYS = ("name", "state", "template", "joined", "idle_since")
 
@@ -179,6 +180,20 @@ def _host_event(item: object, place: Place, config: ClusterConfig) -> SchedulerE
     )
 
 
+def _gpu_request(job: MapReader) -> GpuRequest | None:
+    """A job's GPUs: `gpus: N` (per host, shared) or LSF's `gpu: "num=N:mode=..."`
+    (bsub -gpu), not both; None: no GPUs."""
+    if "gpus" in job and "gpu" in job:
+        job.key_place("gpu").fail("give one of gpus or gpu")
+    if "gpu" in job:
+        try:
+            return parse_gpu(job.text("gpu"))
+        except GpuError as err:
+            job.value_place("gpu").fail(str(err))
+    gpus = job.integer("gpus", 0, minimum=0)
+    return GpuRequest(num=gpus) if gpus else None
+
+
 def _job_events(item: object, place: Place) -> list[tuple[SchedulerEvent, bool]]:
     """The events of one `jobs:` entry; True marks events applied after all submissions."""
     job = MapReader(item, place, JOB_KEYS)
@@ -203,13 +218,16 @@ def _job_events(item: object, place: Place) -> list[tuple[SchedulerEvent, bool]]
     n = job.integer("n", 1, minimum=1)
     run = job.optional_number("run", minimum=0)
     run_limit = job.optional_number("run_limit", minimum=0)  # s; a RUN job ends by start + it
+    gpu = _gpu_request(job)
     events: list[tuple[SchedulerEvent, bool]] = []
     for job_id in ids:
         spec = JobSpec(
             id=job_id, user=job.text("user", "nobody"), queue=job.text("queue", ""), n=n,
             res=job.text("res", "", nonempty=False), submit=job.number("submit", 0.0),
             priority=job.integer("priority", 0), name=job.text("name", "", nonempty=False),
-            run=run, run_limit=run_limit,
+            run=run, run_limit=run_limit, gpus=gpu.num if gpu is not None else 0,
+            gpu_mode=gpu.mode if gpu is not None else "shared",
+            gpu_exclusive=gpu is not None and gpu.exclusive,
         )
         events.append((JobSubmitted(job=spec), False))
         if job.flag("hold", False):

@@ -35,10 +35,22 @@ def _holds(slots: int, resources: Mapping[str, ResourceValue], piece: int,
     return True
 
 
-def oversize(config: ClusterConfig, hosts: list[HostRecord], n: int, res: str) -> str | None:
-    """Why a job of `n` slots with requirement `res` can never run here, or None: more
-    slots than any host (span[hosts=1]) or than the cluster or any one template can
-    give, or a per-slot consumable (rusage) that no empty host or template has."""
+def oversize(
+    config: ClusterConfig, hosts: list[HostRecord], n: int, res: str, gpus: int = 0
+) -> str | None:
+    """Why a job of `n` slots with requirement `res` and `gpus` GPUs per host can
+    never run here, or None: more slots than any host (span[hosts=1]) or than the
+    cluster or any one template can give, more GPUs than any host or template has, or
+    a per-slot consumable (rusage) that no empty host or template has."""
+    if gpus:
+        offered = [h.gpus for h in hosts]
+        offered += [t.gpus for t in config.catalog.templates if t.max > 0]
+        most = max(offered, default=0)
+        if gpus > most:
+            return (
+                f"job requests {gpus} GPUs per host; the most any host or template has "
+                f"is {most}"
+            )
     req = parse(res)
     one_host = req.span_hosts == 1
     largest, where = _largest(config, hosts, one_host)

@@ -15,8 +15,10 @@ from xce.model.cluster import Queue
 from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReq
+from xce.sched.usage import Use, job_use
 
-BucketKey = tuple[str, int, str, float]  # queue, slots, requirement string, run limit (inf: none)
+# queue, slots, requirement string, run limit (inf: none), GPUs per host
+BucketKey = tuple[str, int, str, float, int]
 LimitRef = tuple[int, tuple[str, str]]  # limit index, counter key (user, queue)
 
 T = TypeVar("T")
@@ -83,7 +85,7 @@ class PendingJob:
 
 class Bucket:
     """Pending jobs with identical requirements (queue, slots, requirement string, run
-    limit: a job's window in the plan depends on its limit).
+    limit: a job's window in the plan depends on its limit; GPUs per host).
 
     Limits are per job (they depend on the user), resources per bucket."""
 
@@ -95,6 +97,7 @@ class Bucket:
         "eligible",
         "failure",
         "fits",
+        "gpus",
         "key",
         "limit",
         "members",
@@ -109,6 +112,7 @@ class Bucket:
         "single",
         "smallest",
         "unit",
+        "use",
         "window",
     )
 
@@ -119,6 +123,7 @@ class Bucket:
         req: ResReq,
         per_slot: tuple[tuple[str, float], ...],
         shared: tuple[tuple[str, float], ...],
+        gpus: int = 0,
     ) -> None:
         self.key = key
         self.queue = queue
@@ -131,10 +136,12 @@ class Bucket:
         self.window = key[3] if queue.backfill else math.inf
         self.per_slot = per_slot  # host consumables, per slot (amount > 0)
         self.shared = shared  # shared resources, once per job
+        self.gpus = gpus  # GPUs on each host a job uses (-gpu num=N)
+        self.use: Use = job_use(per_slot, gpus)  # what a job takes of a host (usage.py)
         n, span_hosts, ptile = self.n, req.span_hosts, req.span_ptile
         # What decides whether a host can take a job of the bucket: slots, per-slot
-        # consumables and span (not the queue, user or select).
-        self.shape: tuple[object, ...] = (n, per_slot, span_hosts, ptile)
+        # consumables, GPUs and span (not the queue, user or select).
+        self.shape: tuple[object, ...] = (n, per_slot, gpus, span_hosts, ptile)
         self.single = n == 1 or span_hosts == 1 or (ptile is not None and ptile >= n)
         # Slots the job needs on at least one host.
         self.unit = n if span_hosts == 1 else (min(ptile, n) if ptile is not None else 1)
@@ -150,8 +157,10 @@ class Bucket:
             self.pieces = ()
         self.smallest = min(self.pieces) if self.pieces else 1
         # Slots alone, spread over any hosts in the default order: no per-slot
-        # consumable, no shared resource, no span, no order[] (most batch jobs).
-        self.plain = not (self.single or per_slot or shared or req.order or ptile is not None)
+        # consumable, no GPU, no shared resource, no span, no order[] (most batch jobs).
+        self.plain = not (
+            self.single or per_slot or gpus or shared or req.order or ptile is not None
+        )
         # The catalog pass's static verdicts per template (catalog.StaticFit), filled
         # on first use (the configuration is fixed for the bucket's life: a new
         # configuration makes new buckets).

@@ -11,6 +11,7 @@ from xce.sched.buckets import LimitRef
 from xce.sched.hosts import HostRecord
 from xce.sched.pools import PoolRecord
 from xce.sched.state import SchedulerState
+from xce.sched.usage import NGPUS, Use, host_use
 
 # Float consumables: a shortfall below this is rounding, not a shortage. A compiled
 # module's own Final, read in every fit test (bench_session, bench_easy).
@@ -55,36 +56,46 @@ class Capacity:
         self.limit_delta: dict[LimitRef, list[int]] = {}
         self.version = 0  # bumped by every reservation: keys caches of derived views
 
-    def usable(self, index: int, per_slot: tuple[tuple[str, float], ...]) -> int:
-        """How many slots of a job with these per-slot consumables fit on a host now."""
+    def usable(self, index: int, use: Use) -> int:
+        """How many slots of a job of this use (sched/usage.py) fit on a host now: its
+        free slots, as far as each per-slot consumable reaches, and none unless its
+        free GPUs cover the job's GPUs per host."""
+        per_slot, gpus = use
         slots = self.free_slots[index]
         for res, amount in per_slot:
             fit = int((self.free_res[res][index] + EPSILON) // amount)
             if fit < slots:
                 slots = fit
+        if gpus and self.free_res[NGPUS][index] + EPSILON < gpus:
+            return 0
         return slots
 
     def take(
         self,
         placement: dict[int, int],
-        per_slot: tuple[tuple[str, float], ...],
+        use: Use,
         pools: dict[PoolRecord, float],
         limit_refs: tuple[LimitRef, ...],
         opened: int = 0,
     ) -> None:
-        """Reserve a placement for the rest of the session (and `opened` more slots
-        on hosts opened already reserved: see add_hosts)."""
+        """Reserve a placement of a job of this use for the rest of the session (and
+        `opened` more slots on hosts opened already reserved: see add_hosts)."""
         self.version += 1
         if not self._owned_free:
             self._own_free()
         free_slots, free_res, open_free = self.free_slots, self.free_res, self.open_free
         slots_total = opened
+        per_slot, gpus = use
         for index, slots in placement.items():
             slots_total += slots
             left = free_slots[index] - slots
             free_slots[index] = left
-            for res, amount in per_slot:
-                free_res[res][index] -= amount * slots
+            if gpus:
+                for res, amount in host_use(use, slots):
+                    free_res[res][index] -= amount
+            else:  # (host_use without GPUs, inlined: hot in the catalog pass)
+                for res, amount in per_slot:
+                    free_res[res][index] -= amount * slots
             if left <= 0:
                 open_free.discard(index)
         for pool, amount in pools.items():
@@ -108,7 +119,7 @@ class Capacity:
         for index, slots, res in held:
             free = free_slots[index] + sign * slots
             free_slots[index] = free
-            # (indices, not zip: compiled, zip is a slow generic call; hot in EASY runs)
+            # (indices, not zip: compiled, zip is a slow generic call; bench_easy.py)
             for k in range(width):
                 columns[k][index] += sign * res[k]
             if free <= 0:
@@ -142,11 +153,11 @@ class Capacity:
         host: HostRecord,
         resources: dict[str, float],
         sizes: list[int],
-        per_slot: tuple[tuple[str, float], ...],
+        use: Use,
     ) -> int:
         """Append virtual hosts sharing one record, one per entry of `sizes`, each with
-        that many slots of a job with these per-slot consumables already reserved (the
-        job's `take` then counts them as `opened`); returns the first index."""
+        that many slots of a job of this use already reserved (the job's `take` then
+        counts them as `opened`); returns the first index."""
         self.version += 1
         if not self._owned:
             self._own()
@@ -155,14 +166,20 @@ class Capacity:
         slots = host.slots
         self.hosts.extend([host] * count)
         self.free_slots.extend([slots - size for size in sizes])
+        free_res = self.free_res
+        per_slot, gpus = use
         amounts = dict(per_slot)
-        for res, column in self.free_res.items():
+        for res, column in free_res.items():
             have = resources.get(res, 0.0)
             amount = amounts.get(res)
-            if amount is None:
+            if amount is None or gpus:
                 column.extend([have] * count)
-            else:
+            else:  # (host_use without GPUs, inlined: hot in the catalog pass)
                 column.extend([have - amount * size for size in sizes])
+        if gpus:
+            for index, size in enumerate(sizes, first):
+                for res, amount in host_use(use, size):
+                    free_res[res][index] -= amount
         self.open_free.update(
             [index for index, size in enumerate(sizes, first) if slots - size > 0]
         )

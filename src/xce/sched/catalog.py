@@ -2,11 +2,12 @@
 obtain?
 
 Jobs that failed the real pass on resources are tried, in scheduling order, on
-virtual supply: hosts of templates (in flight first, then hosts already opened this
-session, then new ones, templates by rank) and tokens that are in flight or could be
-borrowed (headroom). What a job is placed on stays reserved for the rest of the
-session, so later jobs see less: demand respects job order and nothing is counted
-twice. Virtual hosts are packed first-fit (sched/first_fit.py).
+virtual supply: hosts of templates (hosts already opened this session, then in flight,
+then new ones; templates in the order of the catalog's `choose` rule, sched/choice.py)
+and tokens that are in flight or could be borrowed (headroom). What a job is placed
+on stays reserved for the rest of the session, so later jobs see less: demand
+respects job order and nothing is counted twice. Virtual hosts are packed first-fit
+(sched/first_fit.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from xce.model.result import SortKey, TraceEntry
 from xce.sched import placement
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import Capacity
+from xce.sched.choice import bucket_order
 from xce.sched.eligibility import reach
 from xce.sched.failure import Failure, Settled
 from xce.sched.first_fit import FirstFit
@@ -55,8 +57,9 @@ Outcome = Placed | Failure | None  # None: nothing provisionable could help
 class StaticFit:
     """What the catalog pass knows of a bucket whatever the session: per template (rank
     order) why its hosts could never take the bucket's jobs (None: they could) and how
-    many of the jobs' slots an empty host holds. The configuration is fixed for the
-    bucket's life (a new configuration makes new buckets)."""
+    many of the jobs' slots an empty host holds; the templates that could, in the order
+    the catalog's `choose` rule tries them (`usable_at`). The configuration is fixed
+    for the bucket's life (a new configuration makes new buckets)."""
 
     __slots__ = ("entries", "notes", "rooms", "traced_job", "usable_at", "why_not")
 
@@ -266,8 +269,8 @@ class CatalogPass:
                 return served
         n = bucket.n
         # Supply that needs no new host first, whichever template has it: hosts opened
-        # this session, then in-flight hosts, templates by rank (free slot totals are a
-        # cheap necessary condition for the first).
+        # this session, then in-flight hosts, templates in the `choose` rule's order (free
+        # slot totals are a cheap necessary condition for the first).
         shape = bucket.shape
         dead = self._dead
         for supply in usable:
@@ -327,6 +330,10 @@ class CatalogPass:
         if fit is None:
             fit = bucket.fits = StaticFit(
                 bucket, [static_verdict(self.state, bucket, t) for t in self.templates]
+            )
+            state = self.state
+            fit.usable_at = bucket_order(
+                state.config, bucket, state.ranked, fit.rooms, fit.usable_at
             )
         assert isinstance(fit, StaticFit)
         return fit
@@ -448,7 +455,7 @@ class CatalogPass:
         """Reserve the job's hosts (`opened` more slots on new hosts, reserved when
         they were opened) and tokens; `start`: when they are all expected."""
         self.cap.take(
-            hosts, bucket.per_slot, {u.pool: u.amount for u in tokens} if tokens else {},
+            hosts, bucket.use, {u.pool: u.amount for u in tokens} if tokens else {},
             job.limit_refs, opened,
         )
         for use in tokens:

@@ -11,6 +11,7 @@ from xce.sched.buckets import Bucket
 from xce.sched.capacity import Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
+from xce.sched.usage import Use
 
 if TYPE_CHECKING:
     from xce.sched.plan import Plan
@@ -72,9 +73,9 @@ def earliest_start(
                     if free_slots[index] + have >= n:
                         rose = True
                     if width:
-                        _gain_res(plan, gain_res, index, tuple(run.usage.items()), slots)
+                        _gain_res(plan, gain_res, index, run.use, slots)
         while at_change < count_changes and changes[at_change][0] == time:
-            _t, _seq, sign, placed, per_slot = changes[at_change]
+            _t, _seq, sign, placed, use = changes[at_change]
             at_change += 1
             for index, slots in placed.items():
                 if index in hosts:
@@ -84,7 +85,7 @@ def earliest_start(
                     if sign > 0 and free_slots[index] + have >= n:
                         rose = True
                     if width:
-                        _gain_res(plan, gain_res, index, per_slot, sign * slots)
+                        _gain_res(plan, gain_res, index, use, sign * slots)
         if total < n or (single and not rose):
             continue
         if not place:
@@ -127,13 +128,12 @@ def _free_slots_now(plan: Plan, hosts: set[int]) -> int:
 
 
 def _gain_res(
-    plan: Plan, gain_res: dict[int, list[float]], index: int,
-    per_slot: tuple[tuple[str, float], ...], slots: int,
+    plan: Plan, gain_res: dict[int, list[float]], index: int, use: Use, slots: int
 ) -> None:
     have = gain_res.get(index)
     if have is None:
         have = gain_res[index] = [0.0] * len(plan.res)
-    for k, amount in enumerate(plan._deltas(per_slot, slots)):
+    for k, amount in enumerate(plan._deltas(use, slots)):
         have[k] += amount
 
 
@@ -185,6 +185,6 @@ def _place_at(
     if bucket.plain:  # what place() finds for slots alone, without its views
         ranked = default_ranked(cands, target_slots, cap.names, cap.name_order)
         return spread(ranked, target_slots.__getitem__, bucket.n)
-    room = Room(scratch, cands, bucket.per_slot)
+    room = Room(scratch, cands, bucket.use)
     req = bucket.req
     return place(room, bucket.n, req.span_hosts, req.span_ptile, HostOrder(scratch, req.order))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.usage import Use
 from xce.sched.virtual import TemplateSupply
 
 
@@ -17,10 +18,10 @@ class FirstFit:
         self.cap = cap
         self.now = now
         # First-fit state is shared by buckets of one shape (slots, per-slot
-        # consumables, span): whether a host can take such a job does not depend on
-        # the queue, user or select.
-        self._cursor: dict[tuple[tuple[tuple[str, float], ...], int, int], int] = {}
-        self._usable_fns: dict[tuple[tuple[str, float], ...], Callable[[int], int]] = {}
+        # consumables, GPUs, span): whether a host can take such a job does not
+        # depend on the queue, user or select.
+        self._cursor: dict[tuple[tuple[tuple[str, float], ...], int, int, int], int] = {}
+        self._usable_fns: dict[Use, Callable[[int], int]] = {}
 
     def place(
         self, bucket: Bucket, supply: TemplateSupply, need: int, pieces: tuple[int, ...]
@@ -44,9 +45,9 @@ class FirstFit:
             frontier += 1
         supply.frontier = frontier
         # Whether a host can take `smallest` slots depends only on the per-slot
-        # consumables: every shape with the same ones shares the cursor.
+        # consumables and GPUs: every shape with the same ones shares the cursor.
         smallest = bucket.smallest
-        cursor_key = (bucket.per_slot, smallest, supply.index)
+        cursor_key = (bucket.per_slot, bucket.gpus, smallest, supply.index)
         cursor = self._cursor.get(cursor_key, 0)
         if cursor < frontier:
             cursor = frontier
@@ -84,14 +85,14 @@ class FirstFit:
         the slots on them all and when the last of them is expected."""
         count = len(sizes)
         expected = min(count, supply.in_flight)
-        first = self.cap.add_hosts(supply.empty, supply.resources, sizes, bucket.per_slot)
+        first = self.cap.add_hosts(supply.empty, supply.resources, sizes, bucket.use)
         supply.free_total += count * supply.template.slots
         hosts_list, arrival = supply.hosts, supply.arrival
         arrivals = supply.arrivals
         taken = supply.in_flight_total - supply.in_flight  # in-flight hosts opened before
         new_at = self.now + supply.lead
         latest = 0.0
-        # (loops: compiled, extending by a range is a generic call)
+        # (loops: compiled, extending by a range is a generic call; bench_demand.py)
         for offset in range(count):
             index = first + offset
             hosts_list.append(index)
@@ -113,14 +114,15 @@ class FirstFit:
 
     def _usable_fn(self, bucket: Bucket) -> Callable[[int], int]:
         """How many slots of this bucket fit on a host now (inlined for one consumable)."""
-        found = self._usable_fns.get(bucket.per_slot)
+        use = bucket.use
+        found = self._usable_fns.get(use)
         if found is not None:
             return found
-        cap, per_slot = self.cap, bucket.per_slot
+        cap, (per_slot, gpus) = self.cap, use
         free_slots = cap.free_slots
-        if not per_slot:
+        if not per_slot and not gpus:
             found = free_slots.__getitem__
-        elif len(per_slot) == 1:
+        elif len(per_slot) == 1 and not gpus:
             (res, amount), = per_slot
             column = cap.free_res[res]
 
@@ -128,6 +130,6 @@ class FirstFit:
                 return min(free_slots[i], int((column[i] + EPSILON) // amount))
         else:
             def found(i: int) -> int:
-                return cap.usable(i, per_slot)
-        self._usable_fns[bucket.per_slot] = found
+                return cap.usable(i, use)
+        self._usable_fns[use] = found
         return found

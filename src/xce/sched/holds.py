@@ -24,6 +24,7 @@ from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.plan import Plan
 from xce.sched.state import SchedulerState
+from xce.sched.usage import Use
 
 
 class JoinedHold:
@@ -79,7 +80,7 @@ class ElasticHolds:
         start = self._start_of(template, bucket, rest, len(pieces))
         if start is None:
             return None
-        booked = plan.book(job, start, bucket.limit, hosts, bucket.per_slot)
+        booked = plan.book(job, start, bucket.limit, hosts, bucket.use)
         hold = JoinedHold(template, hosts, rest, pieces, start, booked)
         self.held[job] = hold
         self.hosts.update(hosts)
@@ -107,20 +108,20 @@ class ElasticHolds:
         name), fewer than its slots (else it would have started), and its pieces left
         (span[ptile]: one per host)."""
         cap, hosts_of, booked = self.cap, self.cap.hosts, plan.booked
-        per_slot = bucket.per_slot
+        use = bucket.use
         by_template: dict[str, list[int]] = {}
         for index in free:
             host = hosts_of[index]
             if host is None or host.template is None or index not in usable:
                 continue
-            if index in booked or cap.usable(index, per_slot) <= 0:
+            if index in booked or cap.usable(index, use) <= 0:
                 continue
             by_template.setdefault(host.template, []).append(index)
         for template in self.state.ranked:
             found = by_template.get(template.name)
             if not found:
                 continue
-            room = {i: cap.usable(i, per_slot) for i in found}
+            room = {i: cap.usable(i, use) for i in found}
             names = cap.names
             ranked = sorted(found, key=lambda i: (-room[i], names[i]))
             share, pieces = _share(ranked, room, bucket.n, bucket.pieces)
@@ -136,7 +137,7 @@ class ElasticHolds:
         given, or now plus the lead time when it needs new ones; None if the template
         cannot hold the rest."""
         name = template.name
-        per_host = empty_room(template, bucket.per_slot)
+        per_host = empty_room(template, bucket.use)
         if per_host < bucket.smallest:
             return None
         count = pieces if bucket.pieces else -(-rest // per_host)
@@ -177,9 +178,12 @@ def _share(
     return share, pieces[at:]
 
 
-def empty_room(template: HostTemplate, per_slot: tuple[tuple[str, float], ...]) -> int:
-    """Slots of a job with these per-slot consumables an empty host of `template`
-    holds."""
+def empty_room(template: HostTemplate, use: Use) -> int:
+    """Slots of a job of this use (sched/usage.py) an empty host of `template` holds:
+    none unless the template has the job's GPUs per host."""
+    per_slot, gpus = use
+    if gpus > template.gpus:
+        return 0
     room = template.slots
     for res, amount in per_slot:
         value = template.resources.get(res, 0)

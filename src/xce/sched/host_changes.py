@@ -4,12 +4,14 @@ provisioned hosts, derived views)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from xce.model.cluster import ResourceValue
 from xce.model.events import HostAdded
 from xce.sched.errors import SchedulerInputError
 from xce.sched.hosts import HostRecord
+from xce.sched.usage import NGPUS
 
 if TYPE_CHECKING:
     from xce.sched.state import SchedulerState
@@ -25,6 +27,7 @@ def add_host_record(
     template: str | None,
     host_state: str,
     time: float,
+    gpus: int = 0,
 ) -> HostRecord:
     if name in state.host_by_name:
         raise SchedulerInputError(f"host '{name}' already exists")
@@ -34,7 +37,11 @@ def add_host_record(
     # Reuse the index of a removed host, so that the index space (and every
     # per-host array a session copies) stays as large as the cluster, not its history.
     index = state._free_indices.pop() if state._free_indices else len(state.hosts)
-    host = HostRecord(index, name, slots, type_, model, resources, template, host_state, time)
+    host = HostRecord(
+        index, name, slots, type_, model, resources, template, host_state, time, gpus
+    )
+    if gpus and NGPUS not in state.free_res:
+        gpu_column(state)
     if index == len(state.hosts):
         state.hosts.append(host)
         state.names.append(name)
@@ -50,6 +57,8 @@ def add_host_record(
     for res, column in state.free_res.items():
         value = resources.get(res, 0)
         column[index] = 0.0 if isinstance(value, bool) else float(value)
+    if gpus:
+        state.free_res[NGPUS][index] = float(gpus)
     state.host_by_name[name] = host
     if host.is_open and slots > 0:
         state.open_free.add(index)
@@ -60,25 +69,27 @@ def add_host_record(
     return host
 
 
+def gpu_column(state: SchedulerState) -> None:
+    """Count free GPUs from now on (the first host with GPUs, or the first job asking
+    for some, on a cluster configured without any): a column of free capacity with
+    each present host's GPUs. None of them is taken yet: a running job asks for GPUs
+    only through a bucket, and the first bucket asking for some makes the column."""
+    state.free_res[NGPUS] = [
+        0.0 if host is None else float(host.gpus) for host in state.hosts
+    ]
+
+
 def _name_position(state: SchedulerState, name: str) -> int:
     """Where `name` is or would go in name_order: where the last host went in or
     left, if it is there (provisioned hosts join and leave in order of their
-    names, mostly), else by bisection (written out, as compiled code calls bisect's
-    functions with a key by a slow generic call)."""
+    names, mostly), else by bisection."""
     order, names = state.name_order, state.names
-    low, high = 0, len(order)
     hint = state._name_hint
-    if hint <= high and (hint == 0 or names[order[hint - 1]] < name) and (
-        hint == high or not names[order[hint]] < name
+    if hint <= len(order) and (hint == 0 or names[order[hint - 1]] < name) and (
+        hint == len(order) or not names[order[hint]] < name
     ):
         return hint
-    while low < high:
-        middle = (low + high) // 2
-        if names[order[middle]] < name:
-            low = middle + 1
-        else:
-            high = middle
-    return low
+    return bisect_left(order, name, key=names.__getitem__)
 
 
 def drop_free(state: SchedulerState, index: int) -> None:
@@ -122,9 +133,11 @@ def add_host(state: SchedulerState, event: HostAdded) -> None:
     template = event.template
     if template is not None and template not in state.templates:
         raise SchedulerInputError(f"host '{event.name}': unknown template '{template}'")
+    # A host of a template has the template's GPUs unless it says how many it has.
+    gpus = event.gpus or (state.templates[template].gpus if template is not None else 0)
     host = add_host_record(
         state, event.name, event.slots, event.type, event.model, event.resources,
-        template, event.state, event.time,
+        template, event.state, event.time, gpus,
     )
     if event.idle_since is not None:
         host.idle_since = event.idle_since

@@ -6,6 +6,7 @@ from fnmatch import fnmatchcase
 from typing import Final
 
 from xce.model.cluster import ResourceValue
+from xce.resreq import NGPUS
 
 OPEN_STATE: Final = "ok"
 
@@ -16,6 +17,7 @@ class HostRecord:
     __slots__ = (
         "attrs",
         "class_key",
+        "gpus",
         "idle_since",
         "index",
         "joined",
@@ -40,6 +42,7 @@ class HostRecord:
         template: str | None,
         state: str,
         joined: float,
+        gpus: int = 0,
     ) -> None:
         self.index = index
         self.name = name
@@ -47,20 +50,22 @@ class HostRecord:
         self.type = type_
         self.model = model
         self.resources = dict(resources)
+        self.gpus = gpus  # GPUs on the host (select[] and order[] see them as ngpus)
         self.template = template
         self.state = state
         self.joined = joined
         self.idle_since = joined
         self.running: dict[int, int] = {}  # job id -> slots on this host
         self.attrs: dict[str, str | float | bool] = {
-            "type": type_, "model": model, "hname": name, "slots": float(slots)
+            "type": type_, "model": model, "hname": name, "slots": float(slots),
+            NGPUS: float(gpus),
         }
         if resources:  # (no sort nor merge for a host without any: most hosts)
             for key, value in resources.items():
                 self.attrs[key] = value if isinstance(value, bool) else float(value)
         # Hosts with the same class key answer every hname-free select the same way.
         self.class_key = (
-            type_, model, slots, tuple(sorted(resources.items())) if resources else ()
+            type_, model, slots, tuple(sorted(resources.items())) if resources else (), gpus
         )
 
     @property

@@ -14,6 +14,7 @@ from xce.sched.hosts import HostRecord
 from xce.sched.pools import PoolRecord
 from xce.sched.running import RunningJob, start_job
 from xce.sched.supply_state import keep_supply
+from xce.sched.usage import NGPUS
 
 if TYPE_CHECKING:
     from xce.sched.state import SchedulerState
@@ -66,7 +67,9 @@ def _load_templates(state: SchedulerState, config: ClusterConfig) -> None:
 
 
 def _clear_hosts(state: SchedulerState, config: ClusterConfig) -> None:
-    """No hosts: every per-host index empty, a column for each host consumable."""
+    """No hosts: every per-host index empty, a column for each host consumable, and
+    one for GPUs when some host or template has them (else made when first needed:
+    host_changes.gpu_column)."""
     state.virtual = {}
     state.hosts, state.host_by_name, state.free_slots, state.open_free = [], {}, [], set()
     state.names, state.name_order = [], []
@@ -76,6 +79,8 @@ def _clear_hosts(state: SchedulerState, config: ClusterConfig) -> None:
     state.free_res = {
         name: [] for name, r in config.resources.items() if r.consumable and not r.shared
     }
+    if any(h.gpus for h in config.hosts) or any(t.gpus for t in config.catalog.templates):
+        state.free_res[NGPUS] = []
 
 
 def _load_pools(state: SchedulerState, config: ClusterConfig) -> None:
@@ -118,12 +123,12 @@ def _restore_hosts(
     for spec in config.hosts:
         add_host_record(
             state, spec.name, spec.slots, spec.type, spec.model, spec.resources, None,
-            states.get(spec.name, "ok"), 0,
+            states.get(spec.name, "ok"), 0, spec.gpus,
         )
     for host in provisioned:
         record = add_host_record(
             state, host.name, host.slots, host.type, host.model, host.resources,
-            host.template, host.state, host.joined,
+            host.template, host.state, host.joined, host.gpus,
         )
         record.idle_since = host.idle_since
 

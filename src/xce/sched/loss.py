@@ -7,12 +7,12 @@ from typing import Final
 
 from xce.model.events import JobFinished, JobRequeued
 from xce.model.jobs import JobSpec
-from xce.sched.state import SchedulerState
+from xce.sched.queries import SchedulerQueries
 
 LOST_EXIT_CODE: Final = -1  # a job ended with its host: no process exit status exists
 
 
-def lost_job(state: SchedulerState, job: JobSpec, now: float, why: str
+def lost_job(state: SchedulerQueries, job: JobSpec, now: float, why: str
              ) -> JobRequeued | JobFinished:
     """The event that ends `job`'s run on a lost host."""
     queue = state.queues.get(job.queue)

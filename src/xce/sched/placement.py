@@ -6,24 +6,26 @@ from collections.abc import Callable
 
 from xce.resreq import OrderKey
 from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.usage import NGPUS, Use
 
 
 class Room:
-    """How many slots of one per-slot shape each candidate host can take now."""
+    """How many slots of a job of one use (per-slot consumables, GPUs per host: see
+    sched/usage.py) each candidate host can take now."""
 
-    __slots__ = ("cands", "free", "most", "per_slot", "total", "usable")
+    __slots__ = ("cands", "free", "most", "per_slot", "total", "usable", "use")
 
-    def __init__(
-        self, cap: Capacity, cands: list[int], per_slot: tuple[tuple[str, float], ...]
-    ) -> None:
+    def __init__(self, cap: Capacity, cands: list[int], use: Use) -> None:
         free_slots = cap.free_slots
         self.cands = cands
+        self.use = use
+        per_slot, gpus = use
         self.per_slot = per_slot
-        if not per_slot:  # slots only: what is usable is what is free
+        if not per_slot and not gpus:  # slots only: what is usable is what is free
             self.usable = [free_slots[i] for i in cands]
             self.free = self.total = sum(self.usable)
         else:
-            if len(per_slot) == 1:  # the common case, inlined
+            if len(per_slot) == 1 and not gpus:  # the common case, inlined
                 (res, amount), = per_slot
                 column = cap.free_res[res]
                 self.usable = [
@@ -31,7 +33,7 @@ class Room:
                 ]
             else:
                 usable = cap.usable
-                self.usable = [usable(i, per_slot) for i in cands]
+                self.usable = [usable(i, use) for i in cands]
             self.free = sum([free_slots[i] for i in cands])
             self.total = sum(self.usable)
         self.most = max(self.usable, default=0)
@@ -65,7 +67,7 @@ class HostOrder:
         if len(tied) == 1:
             return tied[0]
         # (the least name without a key: compiled, each key call is a slow generic
-        # call; one-slot jobs on hosts alike meet this in EASY simulations)
+        # call; one-slot jobs on hosts alike meet this in bench_easy.py)
         names = self._names
         labels = [names[i] for i in tied]
         return tied[labels.index(min(labels))]
@@ -93,7 +95,7 @@ def default_ranked(
         ranked = sorted(indices, key=names.__getitem__)
     if ranked:
         # (no sort when every host has as many free: compiled, each key call is a slow
-        # generic call; reservations on hosts alike meet this in EASY simulations)
+        # generic call; reservations on hosts alike meet this in bench_easy.py)
         same = free_slots[ranked[0]]
         for index in ranked:
             if free_slots[index] != same:
@@ -222,16 +224,35 @@ def _place_ptile(
     return placement
 
 
-def shortfall(cap: Capacity, room: Room, n: int) -> tuple[str, str]:
-    """Why `n` slots did not fit in `room`: (check, pend reason)."""
+def shortfall(
+    cap: Capacity, room: Room, n: int, span_hosts: int | None = None,
+    ptile: int | None = None, key: HostOrder | None = None,
+) -> tuple[str, str]:
+    """Why `n` slots (under this span and host preference: `key`, needed only for a
+    job with GPUs) did not fit in `room`: (check, pend reason). Free slots first, then
+    per-slot consumables and the span as if the job asked for no GPUs, then its GPUs:
+    it fits but for them."""
     if room.free < n:
         return "slots", f"Not enough job slots: {n} needed, {room.free} free on eligible hosts"
-    if room.per_slot and room.total < n:
-        res, amount = room.per_slot[0]
-        if len(room.per_slot) > 1:  # name the consumable that leaves the least room
+    per_slot, gpus = room.use
+    if gpus:
+        assert key is not None
+        bare = Room(cap, room.cands, (per_slot, 0))  # the room but for the GPUs
+        if place(bare, n, span_hosts, ptile, key) is not None:
+            column = cap.free_res[NGPUS]
+            most = max([column[i] for i in room.cands], default=0.0)
+            return (
+                "gpus",
+                f"Not enough GPUs: {gpus} per host needed, {max(most, 0.0):g} free on "
+                "eligible hosts",
+            )
+        room = bare
+    if per_slot and room.total < n:
+        res, amount = per_slot[0]
+        if len(per_slot) > 1:  # name the consumable that leaves the least room
             res, amount = min(
-                room.per_slot,
-                key=lambda item: sum(cap.usable(i, (item,)) for i in room.cands),
+                per_slot,
+                key=lambda item: sum(cap.usable(i, ((item,), 0)) for i in room.cands),
             )
         return (
             "consumable",

@@ -26,6 +26,7 @@ from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.state import SchedulerState
+from xce.sched.usage import Use, host_use
 
 # (time, change in free slots, change in each consumable in Plan.res order)
 Step = tuple[float, int, tuple[float, ...]]
@@ -132,8 +133,8 @@ class Plan:
         self.profiles: dict[int, HostProfile] = {}  # of reserved hosts, made when asked
         # This session's changes besides running jobs' ends: dispatched jobs reaching
         # their limit (+), reservations starting (-) and ending (+):
-        # (time, seq, sign, hosts, per-slot consumables)
-        self.changes: list[tuple[float, int, int, dict[int, int], tuple[tuple[str, float], ...]]]
+        # (time, seq, sign, hosts, what the job takes of them: sched/usage.py)
+        self.changes: list[tuple[float, int, int, dict[int, int], Use]]
         self.changes = []
         self.bookings: list[Booking] = []
         self._seq = 0
@@ -156,18 +157,21 @@ class Plan:
         self._held: tuple[object, int, int, int] | None = None
 
     # ------------------------------------------------------------------ updates
-    def _deltas(self, per_slot: tuple[tuple[str, float], ...], slots: int) -> tuple[float, ...]:
+    def _deltas(self, use: Use, slots: int) -> tuple[float, ...]:
+        """The change of each consumable (Plan.res order) when a job of `use` takes
+        `slots` slots of a host (negative: gives them back)."""
         if not self.res:
             return ()
-        amounts = dict(per_slot)
-        return tuple(amounts.get(res, 0.0) * slots for res in self.res)
+        per_slot, gpus = use
+        if not gpus:  # (host_use without GPUs, inlined)
+            per = dict(per_slot)
+            return tuple(per.get(res, 0.0) * slots for res in self.res)
+        amounts = dict(host_use(use, slots))
+        return tuple(amounts.get(res, 0.0) for res in self.res)
 
-    def _change(
-        self, time: float, sign: int, hosts: dict[int, int],
-        per_slot: tuple[tuple[str, float], ...],
-    ) -> None:
+    def _change(self, time: float, sign: int, hosts: dict[int, int], use: Use) -> None:
         self._seq += 1
-        insort(self.changes, (time, self._seq, sign, hosts, per_slot))
+        insort(self.changes, (time, self._seq, sign, hosts, use))
         claims = self._claims
         if claims is not None and time <= self.bookings[0].start:  # (a dispatch's end)
             for index, freed in hosts.items():
@@ -179,30 +183,26 @@ class Plan:
             slots = hosts.get(index)
             profile = profiles.get(index)
             if slots is not None and profile is not None:
-                profile.add((time, sign * slots, self._deltas(per_slot, sign * slots)))
+                profile.add((time, sign * slots, self._deltas(use, sign * slots)))
 
-    def dispatched(
-        self, hosts: dict[int, int], per_slot: tuple[tuple[str, float], ...], limit: float
-    ) -> None:
+    def dispatched(self, hosts: dict[int, int], use: Use, limit: float) -> None:
         """A job dispatched this session holds `hosts` from now for its limit."""
         if limit != math.inf:
-            self._change(self.now + limit, +1, hosts, per_slot)
+            self._change(self.now + limit, +1, hosts, use)
 
     def book(
-        self, job: int, start: float, limit: float, hosts: dict[int, int],
-        per_slot: tuple[tuple[str, float], ...],
+        self, job: int, start: float, limit: float, hosts: dict[int, int], use: Use
     ) -> Reservation:
         """Book a reservation from `start` for `limit` seconds on `hosts`; the
         reservation, its hosts by name."""
-        self.reserve(job, start, limit, hosts, per_slot)
+        self.reserve(job, start, limit, hosts, use)
         names = self.cap.names
         by_name = {names[i]: slots for i, slots in hosts.items()}
         on = {name: by_name[name] for name in sorted(by_name)}  # (names sort without a key)
         return Reservation(job=job, start=start, hosts=on, end=start + limit)
 
     def reserve(
-        self, job: int, start: float, limit: float, hosts: dict[int, int],
-        per_slot: tuple[tuple[str, float], ...],
+        self, job: int, start: float, limit: float, hosts: dict[int, int], use: Use
     ) -> None:
         """Book a reservation from `start` for `limit` seconds on `hosts`, for a
         caller that names no hosts (`book` does)."""
@@ -212,9 +212,9 @@ class Plan:
         self._claims = None
         booking = Booking(len(self.bookings), job, start)
         self.bookings.append(booking)
-        self._change(start, -1, hosts, per_slot)
+        self._change(start, -1, hosts, use)
         if end != math.inf:
-            self._change(end, +1, hosts, per_slot)
+            self._change(end, +1, hosts, use)
         if first and searched is not None and searched[1] is hosts and not self.res:
             gain = searched[2]
             self._claims = {i: slots - gain.get(i, 0) for i, slots in hosts.items()}
@@ -259,12 +259,12 @@ class Plan:
             for job, slots in host.running.items():
                 run = running[job]
                 if run.end != math.inf:
-                    deltas = self._deltas(tuple(run.usage.items()), slots)
+                    deltas = self._deltas(run.use, slots)
                     steps.append((self.planned(run.end), slots, deltas))
-        for time, _seq, sign, hosts, per_slot in self.changes:
+        for time, _seq, sign, hosts, use in self.changes:
             placed = hosts.get(index)
             if placed is not None:
-                steps.append((time, sign * placed, self._deltas(per_slot, sign * placed)))
+                steps.append((time, sign * placed, self._deltas(use, sign * placed)))
         return steps
 
     def planned(self, end: float) -> float:

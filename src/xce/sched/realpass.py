@@ -42,11 +42,12 @@ from xce.sched.reasons import (
 )
 from xce.sched.reserving import book, hold, reserve, window_words
 from xce.sched.state import SchedulerState
+from xce.sched.usage import PerSlot, Use
 
 Placement = tuple[dict[int, int], dict[PoolRecord, float]]
 
 # The checks whose failure a reservation can end: capacity that frees over time.
-RESERVABLE: Final = frozenset({"slots", "consumable", "span", "reservation"})
+RESERVABLE: Final = frozenset({"slots", "consumable", "gpus", "span", "reservation"})
 
 
 class Evaluator:
@@ -57,7 +58,7 @@ class Evaluator:
         self.state = state
         self.cap = cap
         self._keys: dict[int, HostOrder] = {}
-        self._rooms: dict[tuple[int, tuple[tuple[str, float], ...]], tuple[int, Room]] = {}
+        self._rooms: dict[tuple[int, PerSlot, int], tuple[int, Room]] = {}
         # The last candidates found to be every open host with a free slot (every
         # host eligible, no virtual host): exactly cap.open_free at that version.
         self.everywhere: list[int] | None = None
@@ -162,11 +163,11 @@ class Evaluator:
 
     def room(self, bucket: Bucket, cands: list[int]) -> Room:
         """What each candidate host can take of this bucket's shape (cached)."""
-        key = (id(cands), bucket.per_slot)
+        key = (id(cands), bucket.per_slot, bucket.gpus)
         cached = self._rooms.get(key)
         if cached is not None and cached[0] == self.cap.version and cached[1].cands is cands:
             return cached[1]
-        room = Room(self.cap, cands, bucket.per_slot)
+        room = Room(self.cap, cands, bucket.use)
         self._rooms[key] = (self.cap.version, room)
         return room
 
@@ -202,7 +203,7 @@ class Evaluator:
             for combo in product(*choices):
                 allowed = self._reachable(cands, combo)
                 found = hosts if allowed is cands else place(
-                    Room(cap, allowed, bucket.per_slot), bucket.n, req.span_hosts,
+                    Room(cap, allowed, bucket.use), bucket.n, req.span_hosts,
                     req.span_ptile, key,
                 )
                 if found is not None:
@@ -219,7 +220,13 @@ class Evaluator:
         return allowed
 
     def host_failure(self, bucket: Bucket, room: Room) -> Failure:
-        check, reason = shortfall(self.cap, room, bucket.n)
+        if bucket.gpus:  # (the span and host preference are read only for GPUs)
+            req = bucket.req
+            check, reason = shortfall(
+                self.cap, room, bucket.n, req.span_hosts, req.span_ptile, self.key_for(bucket)
+            )
+        else:
+            check, reason = shortfall(self.cap, room, bucket.n)
         return Failure(RESOURCE, check, reason)
 
     def shared_failure(self, bucket: Bucket, cands: list[int]) -> Failure:
@@ -312,8 +319,8 @@ class RealPass:
         # Holds on hosts that joined for blocked jobs (sched/holds.py): with templates.
         self.holds = ElasticHolds(state, cap, now) if state.ranked else None
         self._planning = bool(self.depth) or self.holds is not None
-        # Dispatches before the plan was made: (hosts, per-slot consumables, limit).
-        self._released: list[tuple[dict[int, int], tuple[tuple[str, float], ...], float]] = []
+        # Dispatches before the plan was made: (hosts, what they take of them, limit).
+        self._released: list[tuple[dict[int, int], Use, float]] = []
         # Buckets whose next jobs fail now (a twin reserved), by id: each may still
         # reserve (see _run_planned).
         self._failing: dict[int, Failure] = {}
@@ -447,8 +454,8 @@ class RealPass:
         plan = self.plan
         if plan is None:
             plan = self.plan = Plan(self.state, self.cap, self.now)
-            for hosts, per_slot, limit in self._released:
-                plan.dispatched(hosts, per_slot, limit)
+            for hosts, use, limit in self._released:
+                plan.dispatched(hosts, use, limit)
             self._released = []
         unplaced = self._unplaced
         if unplaced is not None:  # (nothing changed since it was found to fit)
@@ -496,7 +503,7 @@ class RealPass:
                 outcome = evaluator.evaluate(bucket)
             if isinstance(outcome, Failure):
                 return self._settle(bucket, order, pos, outcome)
-            placed, pools = outcome  # (not *outcome: compiled, that is a generic call)
+            placed, pools = outcome
             self._dispatch(bucket, job, placed, pools)
             pos += 1
         return pos
@@ -512,7 +519,7 @@ class RealPass:
         """Jobs that each go on one host, placed from a heap of host preference.
         `known`: quick_failure's candidates for the job at `pos`, already found."""
         evaluator, cap = self.evaluator, self.cap
-        n, per_slot = bucket.n, bucket.per_slot
+        n, use = bucket.n, bucket.use
         # Limits come first (check 1): jobs at a limit pend for it whatever the hosts.
         while (
             pos < len(order)
@@ -527,7 +534,7 @@ class RealPass:
         cands = known if known is not None else evaluator.quick_failure(bucket)
         if isinstance(cands, Failure):
             return self._settle(bucket, order, pos, cands)
-        if n == 1 and not per_slot:  # every candidate has a free slot: all fit (hot)
+        if n == 1 and not bucket.per_slot and not bucket.gpus:  # every candidate fits (hot)
             fits = cands
         else:
             room = evaluator.room(bucket, cands)
@@ -551,14 +558,14 @@ class RealPass:
                 continue
             if heap is None:
                 usable = cap.usable
-                heap = [(key(i), i) for i in fits if usable(i, per_slot) >= n]
+                heap = [(key(i), i) for i in fits if usable(i, use) >= n]
                 heapify(heap)
             if not heap:
                 room = evaluator.room(bucket, cands)
                 return self._settle(bucket, order, pos, evaluator.host_failure(bucket, room))
             index = heap[0][1]
             self._dispatch(bucket, job, {index: n}, {})
-            if cap.usable(index, per_slot) >= n:
+            if cap.usable(index, use) >= n:
                 heapreplace(heap, (key(index), index))
             else:
                 heappop(heap)
@@ -572,13 +579,13 @@ class RealPass:
         hosts: dict[int, int],
         pools: dict[PoolRecord, float],
     ) -> None:
-        self.cap.take(hosts, bucket.per_slot, pools, job.limit_refs)
+        self.cap.take(hosts, bucket.use, pools, job.limit_refs)
         if self._planning:
             plan = self.plan
             if plan is None:
-                self._released.append((hosts, bucket.per_slot, bucket.limit))
+                self._released.append((hosts, bucket.use, bucket.limit))
             else:
-                plan.dispatched(hosts, bucket.per_slot, bucket.limit)
+                plan.dispatched(hosts, bucket.use, bucket.limit)
                 if plan.bookings or self._unplaced is not None:
                     self.backfilled.append(job.id)
         names = self.cap.names
@@ -630,8 +637,8 @@ class RealPass:
         ):
             self._failing[id(bucket)] = failure
             return pos + 1
-        if self._failing and id(bucket) in self._failing:  # (not pop: compiled, by name)
-            del self._failing[id(bucket)]
+        if self._failing:
+            self._failing.pop(id(bucket), None)
         if self.state.config.limits:
             limited, rest = self.evaluator.split_limited(order[pos:], bucket.n)
             for job, limit in limited:

@@ -60,10 +60,10 @@ def book(
     """Book a job's reservation; the reservation for the session result, or None
     in a lean session, which names no hosts (`_lazy`)."""
     if real._lazy:
-        plan.reserve(job.id, start, bucket.limit, hosts, bucket.per_slot)
+        plan.reserve(job.id, start, bucket.limit, hosts, bucket.use)
         real.unnamed += 1
         return None
-    booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
+    booked = plan.book(job.id, start, bucket.limit, hosts, bucket.use)
     real.reservations.append(booked)
     return booked
 

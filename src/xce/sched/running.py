@@ -15,6 +15,7 @@ from xce.sched.host_changes import drop_free, went_idle
 from xce.sched.hosts import OPEN_STATE
 from xce.sched.pools import PoolRecord
 from xce.sched.runlimit import run_limit
+from xce.sched.usage import SLOTS_ONLY, Use, host_use
 
 if TYPE_CHECKING:
     from xce.sched.state import SchedulerState
@@ -24,7 +25,7 @@ class RunningJob:
     """A running job and what it holds."""
 
     __slots__ = (
-        "end", "hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "usage"
+        "end", "hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "use"
     )
 
     def __init__(
@@ -42,7 +43,8 @@ class RunningJob:
         self.pools = pools  # shared resource -> pool its tokens come from
         self.start = start
         self.end = end  # start + run limit (inf: no limit); planned: plan.Plan.planned
-        self.usage: dict[str, float] = {}  # per-slot host consumables
+        # What it takes of each of its hosts: per-slot consumables, GPUs per host
+        self.use: Use = SLOTS_ONLY
         self.shared: dict[str, float] = {}
         self.limit_refs: tuple[LimitRef, ...] = ()
 
@@ -89,8 +91,7 @@ def start_job(
     )
     if run.end != math.inf:
         insort(state.ends, (run.end, job_id, run))
-    if bucket.per_slot:  # (else the empty ones it was made with)
-        run.usage = dict(bucket.per_slot)
+    run.use = bucket.use
     if bucket.shared:
         run.shared = dict(bucket.shared)
     run.limit_refs = job.limit_refs
@@ -109,18 +110,25 @@ def _infer_pool(state: SchedulerState, resource: str, placed: dict[int, int]) ->
 
 def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float) -> None:
     hosts, free_slots, open_free = state.hosts, state.free_slots, state.open_free
-    idle, usage = state.idle_provisioned, run.usage
+    idle, use = state.idle_provisioned, run.use
     # The job id as the object the spec holds: compiled, an int key is made anew
-    # for every dictionary operation (hosts x 2 per job), an Any one is not.
+    # for every dictionary operation (hosts x 2 per job), an Any one is not
+    # (bench_easy.py, bench_sim.py).
     job_id: Any = run.spec.id
     placed = run.hosts
     slots_total = 0
-    if usage:
+    per_slot, gpus = use
+    if gpus:
         free_res = state.free_res
-        for res, per_slot in usage.items():
+        for index, slots in placed.items():
+            for res, amount in host_use(use, slots):
+                free_res[res][index] -= sign * amount
+    elif per_slot:  # (host_use without GPUs, inlined: hot in simulations)
+        free_res = state.free_res
+        for res, amount in per_slot:
             column = free_res[res]
             for index, slots in placed.items():
-                column[index] -= sign * per_slot * slots
+                column[index] -= sign * amount * slots
     for index, slots in placed.items():
         slots_total += slots
         host = hosts[index]

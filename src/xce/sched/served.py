@@ -45,7 +45,7 @@ class ServedOnReal:
         if found is None:
             return None
         start, hosts = found
-        booked = plan.book(job.id, start, bucket.limit, hosts, bucket.per_slot)
+        booked = plan.book(job.id, start, bucket.limit, hosts, bucket.use)
         self._served_slots += bucket.n
         return Failure(
             RESOURCE, SERVED,

@@ -36,8 +36,6 @@ def run_session(
     tokens it also leaves the reservations out (sched/realpass.py, `_lazy`: they
     are booked, not named; the first is placed only when a decision needs it).
     """
-    # (without a timer, no call: compiled, calling a function held in a variable is
-    # a slow generic call)
     started = timer() if timer is not None else 0.0
     trace: list[TraceEntry] = []
     cap = Capacity(state)

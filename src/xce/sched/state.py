@@ -32,10 +32,11 @@ from xce.model.events import (
 from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReqError, parse, validate
+from xce.resreq.gpu import MAX_GPUS, MODES
 from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob
 from xce.sched.errors import SchedulerInputError as SchedulerInputError  # (re-exported)
 from xce.sched.errors import SubmitError as SubmitError
-from xce.sched.host_changes import add_host, remove_host, set_host_state
+from xce.sched.host_changes import add_host, gpu_column, remove_host, set_host_state
 from xce.sched.hosts import HostRecord
 from xce.sched.limits import limit_key
 from xce.sched.loading import load_config
@@ -44,16 +45,8 @@ from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
 from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
 from xce.sched.supply_state import apply_supply
+from xce.sched.usage import NGPUS
 
-# The most frequent event types as constants: compiled, a Final name is read directly
-# where an imported class is looked up in the module's dictionary at every use.
-_SUBMITTED: Final = JobSubmitted
-_STARTED: Final = JobStarted
-_FINISHED: Final = JobFinished
-_HOST_ADDED: Final = HostAdded
-_HOST_STATE: Final = HostStateChanged
-_HOST_REMOVED: Final = HostRemoved
-_SUPPLY: Final = SupplyChanged
 # s a new host is expected to take to join when nothing else says (FORMATS.md)
 DEFAULT_LEAD_TIME: Final = 300.0
 
@@ -138,35 +131,22 @@ class SchedulerState:
         """Apply one event. Raises SubmitError / SchedulerInputError, changing nothing:
         also for an event that is not a SchedulerEvent (the drivers pass on only these,
         xce.model.events.is_scheduler_event)."""
-        if type(event) is _SUBMITTED:  # the most frequent events, without `match`
-            self._submit(event.job)
-            return
-        if type(event) is _STARTED:
-            start_job(self, event.job, event.hosts, event.pools, event.time)
-            self.capacity_version += 1
-            return
-        if type(event) is _FINISHED:
-            finish_job(self, event.job, event.time)
-            self.capacity_version += 1
-            return
-        if type(event) is _HOST_ADDED:
-            add_host(self, event)
-        elif type(event) is _HOST_STATE:
-            set_host_state(self, self._host(event.name), event.state)
-        elif type(event) is _HOST_REMOVED:
-            remove_host(self, self._host(event.name))
-        elif type(event) is _SUPPLY:
-            apply_supply(self, event)
-        else:
-            self._apply_other(event)
-            return
-        self.capacity_version += 1
-
-    def _apply_other(self, event: SchedulerEvent) -> None:
-        """The scheduler events apply() has no fast path for."""
-        match event:
-            case JobKilled(job=job_id, time=time):
+        match event:  # (the most frequent first)
+            case JobSubmitted(job=job):
+                self._submit(job)
+                return  # a new job changes who is queued, not what fits
+            case JobStarted(job=job_id, hosts=hosts, pools=pools, time=time):
+                start_job(self, job_id, hosts, pools, time)
+            case JobFinished(job=job_id, time=time) | JobKilled(job=job_id, time=time):
                 finish_job(self, job_id, time)
+            case HostAdded():
+                add_host(self, event)
+            case HostStateChanged(name=name, state=host_state):
+                set_host_state(self, self._host(name), host_state)
+            case HostRemoved(name=name):
+                remove_host(self, self._host(name))
+            case SupplyChanged():
+                apply_supply(self, event)
             case JobRequeued(job=job_id, time=time):
                 requeue_job(self, job_id, time)
             case JobHeld(job=job_id, held=held):
@@ -181,9 +161,9 @@ class SchedulerState:
                 load_config(self, config)
             case _:
                 # Not a scheduler event (a lease, a provisioning request or instance, an
-                # expected host, a token step: the controller's records), or a subclass
-                # the fast path does not know. Refused rather than taken as a change of
-                # what fits, which would void the cross-session failure cache.
+                # expected host, a token step: the controller's records). Refused rather
+                # than taken as a change of what fits, which would void the
+                # cross-session failure cache.
                 raise SchedulerInputError(
                     f"{type(event).__name__} is not a scheduler event: the scheduler "
                     "state takes only xce.model.events.SchedulerEvent"
@@ -283,6 +263,8 @@ class SchedulerState:
         if spec.n < 1:
             raise SubmitError(f"job {spec.id}: -n must be at least 1")
         self._check_run_limit(spec, self.queues[queue])
+        if spec.gpus or spec.gpu_mode != "shared":
+            self._check_gpus(spec)
         if spec.res not in self._valid_res:
             try:
                 req = parse(spec.res)
@@ -308,6 +290,15 @@ class SchedulerState:
                 f"max_run_limit {queue.max_run_limit:g} s"
             )
 
+    @staticmethod
+    def _check_gpus(spec: JobSpec) -> None:
+        if not 0 <= spec.gpus <= MAX_GPUS:
+            raise SubmitError(f"job {spec.id}: gpus must be between 0 and {MAX_GPUS}")
+        if spec.gpu_mode not in MODES:
+            raise SubmitError(
+                f"job {spec.id}: GPU mode must be {' or '.join(MODES)}, not '{spec.gpu_mode}'"
+            )
+
     def _bucket_for(self, spec: JobSpec) -> Bucket:
         # The run limit makes twins only where a plan reads it: with reservations, or,
         # with templates (holds on supply being obtained), as the backfill window of a
@@ -316,7 +307,9 @@ class SchedulerState:
         queue = self.queues[spec.queue]
         planned = self.config.reserve_depth or (queue.backfill and self.config.catalog.templates)
         limit = run_limit(spec, queue) if planned else None
-        key: BucketKey = (spec.queue, spec.n, spec.res, math.inf if limit is None else limit)
+        key: BucketKey = (
+            spec.queue, spec.n, spec.res, math.inf if limit is None else limit, spec.gpus
+        )
         bucket = self.buckets.get(key)
         if bucket is None:
             bucket = self._bucket_cache.get(key)
@@ -329,7 +322,9 @@ class SchedulerState:
                 (r, a) for r, a in req.rusage if a > 0 and not resources[r].shared
             )
             shared = tuple((r, a) for r, a in req.rusage if a > 0 and resources[r].shared)
-            bucket = Bucket(key, self.queues[spec.queue], req, per_slot, shared)
+            if spec.gpus and NGPUS not in self.free_res:
+                gpu_column(self)  # (a cluster without GPUs: the job pends for them)
+            bucket = Bucket(key, self.queues[spec.queue], req, per_slot, shared, spec.gpus)
             self.buckets[key] = bucket
             self._bucket_cache[key] = bucket
         return bucket
@@ -362,15 +357,12 @@ class SchedulerState:
         self.pending[spec.id] = job
 
     def _dequeue(self, job_id: int) -> PendingJob:
-        # (get and del, not pop: compiled, a dict's pop is a method call by name)
-        job = self.pending.get(job_id)
+        job = self.pending.pop(job_id, None)
         if job is None:
-            held = self.held.get(job_id)
+            held = self.held.pop(job_id, None)
             if held is None:
                 raise SchedulerInputError(f"job {job_id} is not pending")
-            del self.held[job_id]
             return held
-        del self.pending[job_id]
         assert job.bucket is not None
         job.bucket.remove(job_id)
         if not job.bucket.members:

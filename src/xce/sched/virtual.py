@@ -13,6 +13,7 @@ from xce.sched.holds import empty_room
 from xce.sched.hosts import HostRecord, template_allowed
 from xce.sched.reasons import RESOURCE
 from xce.sched.state import SchedulerState
+from xce.sched.usage import NGPUS
 
 
 class TemplateSupply:
@@ -82,7 +83,7 @@ def static_verdict(
     template = supply.template
     verdict: Failure | None = None
     select = bucket.req.select
-    room = empty_room(supply.template, bucket.per_slot)
+    room = empty_room(supply.template, bucket.use)
     if not template_allowed(bucket.queue.hosts, template.name):
         verdict = Failure(
             RESOURCE, "queue", f"queue {bucket.queue.name} may not use template {template.name}"
@@ -90,6 +91,12 @@ def static_verdict(
     elif select is not None and not select(supply.empty.attrs):
         verdict = Failure(
             RESOURCE, "select", f"select[{select.text}] does not match template {template.name}"
+        )
+    elif bucket.gpus > template.gpus:
+        verdict = Failure(
+            RESOURCE, "gpus",
+            f"template {template.name} has {template.gpus} GPUs per host, the job needs "
+            f"{bucket.gpus} on each of its hosts",
         )
     else:
         need = bucket.unit
@@ -129,12 +136,15 @@ def _no_more_hosts(template: HostTemplate) -> Failure:
 
 
 def virtual_host(template: HostTemplate) -> tuple[HostRecord, dict[str, float]]:
-    """The record every virtual host of a template shares, and its consumables."""
+    """The record every virtual host of a template shares, and its consumables (its
+    GPUs among them, as free capacity counts them)."""
     record = HostRecord(
         -1, f"{template.name}:virtual", template.slots, template.type, template.model,
-        template.resources, template.name, "ok", 0,
+        template.resources, template.name, "ok", 0, template.gpus,
     )
     resources = {
         r: (0.0 if isinstance(v, bool) else float(v)) for r, v in template.resources.items()
     }
+    if template.gpus:
+        resources[NGPUS] = float(template.gpus)
     return record, resources

@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any, Final
 
 from xce.model.cluster import ClusterConfig, HostTemplate
+from xce.model.cost import template_prices
 from xce.model.events import ConfigLoaded, SchedulerEvent
 from xce.model.policy import PolicyConfig
 from xce.model.recording import Recorder
@@ -32,6 +33,8 @@ from xce.model.result import SessionResult
 from xce.policy import Action, PolicyMemory
 from xce.sched import SchedulerState, run_session
 from xce.sched.idle import idle_due
+from xce.sched.queries import SchedulerQueries
+from xce.sched.rebuild import state_events
 from xce.sim.jobs import JobLifecycle
 from xce.sim.loop import SESSION, TIMER, EventLoop
 from xce.sim.metrics import Metrics
@@ -70,7 +73,7 @@ class Simulator:
         self.reasons = reasons or recorder is not None
         self._interval: float = config.session_interval
         self.loop = EventLoop()
-        self.state = SchedulerState()
+        self._core = SchedulerState()  # changed only by `apply` and sessions
         self.metrics = Metrics()
         self.last_result: SessionResult | None = None
         self._session_at: float | None = None
@@ -97,11 +100,20 @@ class Simulator:
     def now(self) -> float:
         return self.loop.now
 
+    @property
+    def state(self) -> SchedulerQueries:
+        """The scheduler state as the simulator's parts read it (xce.sched.queries)."""
+        return self._core
+
+    def state_events(self) -> list[SchedulerEvent]:
+        """Events that rebuild the scheduler state as it is now (a recording's start)."""
+        return state_events(self._core)
+
     def apply(self, event: SchedulerEvent) -> None:
         """Tell the scheduler an event (recorded first when recording)."""
         if self.recorder is not None:
             self.recorder.event(self.now, event)
-        self.state.apply(event)
+        self._core.apply(event)
 
     def dirty(self) -> None:
         """An input changed: run a session at the next session tick.
@@ -123,7 +135,7 @@ class Simulator:
         provisioner does after the next session). Else a session could decide nothing
         (no dispatch, no demand; idle supply falls due on its own timer), so none is
         run; the timer covers the idle host."""
-        if self.state.pending or self.supply.drained_empty():
+        if self._core.pending or self.supply.drained_empty():
             self.dirty()
         else:
             self._schedule_timer()
@@ -191,7 +203,7 @@ class Simulator:
         assert self._session_at == tick  # (one session is due at a time: see dirty)
         self._session_at = None
         self._last_session = tick
-        result = run_session(self.state, tick, self.timer, self.reasons)
+        result = run_session(self._core, tick, self.timer, self.reasons)
         self.metrics.sessions += 1
         self.last_result = result
         self._core_due = result.next_due
@@ -206,9 +218,10 @@ class Simulator:
         self._schedule_timer()
 
     def _sample(self, result: SessionResult) -> None:
-        state, supply = self.state, self.supply
+        state, supply = self._core, self.supply
         closed = len(supply.closed)
-        # (loops, not sum(): compiled, each builtin sum() is a slow generic call)
+        # (loops, not sum(): compiled, each builtin sum() is a slow generic call;
+        # once per session in bench_easy.py)
         in_flight = demanded = 0
         for count in supply.in_flight.values():
             in_flight += count
@@ -257,7 +270,7 @@ class Simulator:
         as the state is now: after the session's dispatches and policy round, and
         after a job finished with no session to follow (`freed`: its host starts
         idling then, which the last session's `next_due` could not know)."""
-        return idle_due(self.state, now)
+        return idle_due(self._core, now)
 
     def _timer(self, when: float) -> None:
         if self._timer_at == when:
@@ -301,7 +314,7 @@ class Simulator:
 
     def _over(self) -> bool:
         """No job waits or runs and no supply is held or coming."""
-        state, supply = self.state, self.supply
+        state, supply = self._core, self.supply
         return not (
             state.pending or state.held or state.running or supply.provisioned
             or any(supply.in_flight.values()) or any(supply.borrowed.values())
@@ -325,4 +338,5 @@ class Simulator:
             sim_seconds=end - self.first_submit,
             wall_seconds=wallclock.perf_counter() - self.start_wall,
             capacity_slot_seconds=capacity, host_seconds=seconds, busy_host_seconds=busy,
+            prices=template_prices(self.config.catalog.templates),
         )

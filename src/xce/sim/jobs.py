@@ -52,14 +52,16 @@ class JobLifecycle:
         """The workload's jobs that could ever run (the others are too large), as the
         stream of arrivals."""
         config, hosts = self.sim.config, self.state.live_hosts()
-        # Admission depends on the job's slots and requirement only: once per pair.
-        verdicts: dict[tuple[int, str], bool] = {}
+        # Admission depends on the job's slots, requirement and GPUs only: once per shape.
+        verdicts: dict[tuple[int, str, int], bool] = {}
         arrivals: list[WorkloadJob] = []
         for job in workload.jobs:
-            shape = (job.procs, job.res)
+            shape = (job.procs, job.res, job.gpus)
             fits = verdicts.get(shape)
             if fits is None:
-                fits = verdicts[shape] = oversize(config, hosts, job.procs, job.res) is None
+                fits = verdicts[shape] = (
+                    oversize(config, hosts, job.procs, job.res, job.gpus) is None
+                )
             if not fits:
                 self.metrics.too_large.append(job.id)
                 continue
@@ -79,7 +81,7 @@ class JobLifecycle:
             id=job.id, user=job.user or "nobody",
             queue=queue if queue in self._queues else self._first_queue,
             n=job.procs, res=job.res, submit=job.submit, run=job.run,
-            run_limit=job.run_limit,
+            run_limit=job.run_limit, gpus=job.gpus,
         )
         run = job.run
         if self._enforce:

@@ -11,6 +11,8 @@ from array import array
 from collections.abc import Mapping
 from typing import Any, Final
 
+from xce.model.cost import costs
+
 BSLD_TAU: Final = 10.0  # s: bounded slowdown threshold
 SAMPLE_BATCH: Final = 11 * 4096  # time-series values gathered before they are packed
 
@@ -117,15 +119,17 @@ class Metrics:
     def summary(
         self, *, jobs: int, skipped: int, sim_seconds: float, wall_seconds: float,
         capacity_slot_seconds: float, host_seconds: Mapping[str, float],
-        busy_host_seconds: Mapping[str, float],
+        busy_host_seconds: Mapping[str, float], prices: Mapping[str, float] | None = None,
     ) -> dict[str, Any]:
         """The simulator summary of FORMATS.md (plus a few more fields); the seconds
-        per template of provisioned hosts and of their busy part, up to now."""
+        per template of provisioned hosts and of their busy part, up to now. With
+        `prices` (per host-hour; model/cost.py), also `cost` per template (its
+        host-hours times its price) and `cost_total`."""
         waits = sorted(self.waits)
         templates = sorted(
             set(self.hosts_requested) | set(self.hosts_joined) | set(host_seconds)
         )
-        return {
+        summary: dict[str, Any] = {
             "jobs": jobs,
             "finished": self.finished,
             "skipped": skipped,
@@ -162,3 +166,7 @@ class Metrics:
             "tokens_refused": self.tokens_refused,
             "token_hours": round(self.token_seconds / 3600, 3),
         }
+        if prices:
+            hours = {t: host_seconds.get(t, 0.0) / 3600 for t in templates}
+            summary["cost"], summary["cost_total"] = costs(hours, prices)
+        return summary

@@ -50,6 +50,7 @@ def read_recorded_jobs(path: str | os.PathLike[str]) -> Workload:
             WorkloadJob(
                 id=spec.id, submit=spec.submit - origin, run=runs[spec.id], procs=spec.n,
                 user=spec.user, queue=spec.queue, run_limit=spec.run_limit, res=spec.res,
+                gpus=spec.gpus,
             )
             for spec in specs.values()
             if spec.id in runs

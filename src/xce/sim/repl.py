@@ -27,7 +27,6 @@ from rich.markup import escape
 
 from xce.model.policy import PolicyConfig
 from xce.model.recording import Recorder
-from xce.sched.rebuild import state_events
 from xce.sim.driver import Simulator
 from xce.sim.repl_info import InfoTables
 from xce.sim.repl_text import (
@@ -342,7 +341,7 @@ class Repl:
         if self.recorder is not None or self.sim.recorder is not None:
             raise ReplError(f"already recording to {self.recording} (record stop first)")
         path = Path(args[0])
-        events = state_events(self.sim.state)
+        events = self.sim.state_events()
         recorder = Recorder(path)
         now = self.sim.now
         for event in events:

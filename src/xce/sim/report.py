@@ -8,7 +8,8 @@ the REPL's `report DIR`; see docs/simulator.md, "The report").
 * `jobs.png`: pending and running jobs over time;
 * `waits.png`: the wait-time distribution of finished jobs (log x) with p50 and p95;
 * `tokens.png`: borrowed tokens against tokens in use over time;
-* `index.html`: the summary as a table and the four images (no external assets).
+* `index.html`: the summary as a table, the cost per template and in total when
+  templates have prices, and the four images (no external assets).
 
 The series have one sample per session. Long series are cut into at most
 `MAX_POINTS` bins of consecutive sessions and each bin is drawn as one step at the
@@ -31,6 +32,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from xce.model.cost import template_prices
 from xce.sim.metrics import percentile
 
 if TYPE_CHECKING:
@@ -93,7 +95,8 @@ def write_report(directory: Path, simulator: Simulator, summary: dict[str, Any])
             note="no countable resources" if no_tokens else None)
 
     title = f"{simulator.workload.name} on {simulator.config.cluster}"
-    (directory / "index.html").write_text(_html(title, summary), encoding="utf-8")
+    prices = template_prices(simulator.config.catalog.templates)
+    (directory / "index.html").write_text(_html(title, summary, prices), encoding="utf-8")
 
 
 # ---------------------------------------------------------------------- series
@@ -228,7 +231,30 @@ figcaption { color: #555; }
 """
 
 
-def _html(title: str, summary: dict[str, Any]) -> str:
+def _cost_table(summary: dict[str, Any], prices: dict[str, float]) -> str:
+    """Per template its host-hours, price per host-hour and cost, then the total
+    (the summary's `cost` and `cost_total`); nothing when no template has a price."""
+    cost = summary.get("cost")
+    if not prices or not isinstance(cost, dict):
+        return ""
+    hours = summary.get("host_hours", {})
+    rows = "\n".join(
+        f"<tr><th>{html.escape(name)}</th>"
+        f"<td class=\"value\">{hours.get(name, 0.0):,.3f}</td>"
+        f"<td class=\"value\">{prices.get(name, 0.0):,.3f}</td>"
+        f"<td class=\"value\">{value:,.3f}</td></tr>"
+        for name, value in cost.items()
+    )
+    total = f"{summary.get('cost_total', 0.0):,.3f}"
+    return (
+        "<h2>Cost</h2>\n<table>\n<tr><th>template</th><th>host-hours</th>"
+        "<th>price per host-hour</th><th>cost</th></tr>\n"
+        f"{rows}\n<tr><th>total</th><td></td><td></td>"
+        f"<td class=\"value\">{total}</td></tr>\n</table>\n"
+    )
+
+
+def _html(title: str, summary: dict[str, Any], prices: dict[str, float] | None = None) -> str:
     rows = "\n".join(
         f"<tr><th>{html.escape(str(key))}</th>"
         f"<td class=\"value\">{html.escape(format_value(value))}</td></tr>"
@@ -246,5 +272,5 @@ def _html(title: str, summary: dict[str, Any]) -> str:
         "</head>\n<body>\n"
         f"<h1>XCE simulation: {html.escape(title)}</h1>\n"
         f"<h2>Summary</h2>\n<table>\n<tr><th>metric</th><th>value</th></tr>\n{rows}\n"
-        f"</table>\n{figures}\n</body>\n</html>\n"
+        f"</table>\n{_cost_table(summary, prices or {})}{figures}\n</body>\n</html>\n"
     )

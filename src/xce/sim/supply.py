@@ -3,6 +3,14 @@ flight, joining or failing, cancelled, reclaimed, drained, given back) and token
 borrowed from the simulated license pools, each change told to the scheduler as the
 live controller tells it; the policy's actions carried out on them; and what they
 count (slots present over time, host-hours and their busy part, token-hours).
+
+Which container a provisioned host is in says its state (xce.model.lifecycle.HostState):
+`provisioned` holds every host up (ok or closed, in join order), `closed` the closed
+(drained) ones, `open_provisioned` the ok ones (in join order, for max_lifetime); they
+are indexes, kept for speed. A host changes as the host table allows (`HOST_LIFE`): ok
+-> closed for the drain's cause; ok or closed -> removed when it is given back or
+reclaimed (the controller's decommissioned and lost steps between are not simulated:
+nothing waits on them).
 """
 
 from __future__ import annotations
@@ -12,8 +20,10 @@ from functools import partial
 from itertools import groupby
 from typing import TYPE_CHECKING
 
+from xce.model.causes import Cause
 from xce.model.cluster import ClusterConfig, HostTemplate
 from xce.model.events import HostAdded, HostRemoved, HostStateChanged, SupplyChanged
+from xce.model.lifecycle import HostState, host_change
 from xce.model.policy import LeadTime, ProviderModel, TokenModel
 from xce.policy import (
     Action,
@@ -202,15 +212,7 @@ class Supply:
         # generic isinstance per case)
         sim = self.sim
         if type(action) is DrainHost:
-            host = action.host
-            # (closed for its cause, as the provisioner asks the controller: closed_Idle
-            # or closed_Life)
-            sim.apply(HostStateChanged(name=host, state="closed", time=self.loop.now,
-                                       reason=action.cause))
-            self.closed.add(host)
-            if host in self.open_provisioned:
-                del self.open_provisioned[host]
-            sim.dirty()
+            self._drain(action.host, action.cause)
         elif type(action) is DecommissionHost:
             self.release(action.host, lost=False)
             if self.state.pending:  # (the session sets its timers once its round is over)
@@ -236,6 +238,18 @@ class Supply:
             sim.dirty()
 
     # ------------------------------------------------------------------ hosts
+    def _drain(self, host: str, cause: Cause) -> None:
+        """Close a provisioned host for its cause, as the provisioner asks the
+        controller (closed_Idle or closed_Life; the same fact)."""
+        current = HostState.CLOSED if host in self.closed else HostState.OK
+        reason, recorded = host_change(host, current, HostState.CLOSED, cause, cause)
+        self.sim.apply(HostStateChanged(name=host, state=HostState.CLOSED, time=self.loop.now,
+                                        reason=reason, cause=recorded))
+        self.closed.add(host)
+        if host in self.open_provisioned:
+            del self.open_provisioned[host]
+        self.sim.dirty()
+
     def _request_hosts(self, name: str, count: int) -> None:
         provider = self.template_providers[name]
         metrics = self.metrics

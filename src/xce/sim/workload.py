@@ -7,8 +7,8 @@
   processors <= 0, submit < 0, a repeated job number) and malformed lines are
   skipped and counted by reason; submit times become relative to the earliest job.
 * `.yaml` / `.yml`: a `jobs:` list of `{id or ids, submit, run, n, user, queue,
-  run_limit}` (a scenario file's other top-level keys are ignored). Problems raise
-  WorkloadError naming file, line and field.
+  run_limit, res, gpus}` (a scenario file's other top-level keys are ignored).
+  Problems raise WorkloadError naming file, line and field.
 
 `transform` cuts a time window, keeps the first N jobs and scales the arrival rate.
 """
@@ -37,7 +37,7 @@ DUPLICATE_ID: Final = "duplicate job number"
 SWF_FIELDS: Final = 18
 YAML_JOB_KEYS = (
     "id", "ids", "submit", "run", "n", "user", "queue", "mem_per_proc_mb", "run_limit",
-    "requested_time", "res",
+    "requested_time", "res", "gpus",
 )
 UNKNOWN_USER: Final = "nobody"  # SWF user -1 (unknown); also the YAML default
 
@@ -60,6 +60,7 @@ class WorkloadJob(msgspec.Struct, frozen=True, gc=False):
     # when > 0, a YAML job's `run_limit`; None: the queue's, else none.
     run_limit: float | None = None
     res: str = ""  # requirement string (YAML workloads)
+    gpus: int = 0  # GPUs on each host of the job (YAML workloads; bsub -gpu "num=N")
 
 
 class Workload(msgspec.Struct):
@@ -294,8 +295,9 @@ def read_yaml_jobs(path: str | os.PathLike[str]) -> Workload:
     Each job: `id` (or `ids: "3-10"` for alike jobs), `run` (seconds, required, > 0),
     `submit` (seconds, default 0), `n` (processors, default 1), `user` (default
     "nobody"), `queue` (default "": the first queue), and optionally
-    `mem_per_proc_mb` and `run_limit` (seconds, >= 0; `requested_time` is the older
-    spelling, as SWF names it). Submit times are kept as written.
+    `mem_per_proc_mb`, `run_limit` (seconds, >= 0; `requested_time` is the older
+    spelling, as SWF names it), `res` (a requirement string) and `gpus` (GPUs on
+    each host of the job, >= 0). Submit times are kept as written.
     """
     filename = str(path)
     try:
@@ -330,12 +332,13 @@ def _yaml_workload(text: str, filename: str, default_name: str) -> Workload:
         mem = job.optional_number("mem_per_proc_mb", minimum=0)
         limit = _yaml_run_limit(job)
         res = job.text("res", "", nonempty=False)
+        gpus = job.integer("gpus", 0, minimum=0)
         for job_id in ids:
             if job_id in seen:
                 id_place.fail(f"duplicate job id {job_id}")
             seen.add(job_id)
             jobs.append(
-                WorkloadJob(job_id, submit, run, procs, user, queue, mem, limit, res)
+                WorkloadJob(job_id, submit, run, procs, user, queue, mem, limit, res, gpus)
             )
     jobs.sort(key=_job_order)
     return Workload(name=name, jobs=jobs)

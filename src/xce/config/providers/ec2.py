@@ -5,9 +5,13 @@ data each instance boots with (docs/providers/ec2.md).
 region: us-east-1
 endpoint_url: http://127.0.0.1:5000     # optional: moto, a VPC endpoint
 controller_url: https://xce.example:6820  # optional: the URL agents join
+metadata_url: http://169.254.169.254     # optional: where spot agents read their notice
 templates:
   aws.c5: {instance_type: c5.4xlarge, image_id: ami-0abc, subnet_id: subnet-0abc,
            security_group_ids: [sg-0abc], market: spot, max: 20, cost_per_hour: 0.68}
+  aws.c6:                                 # several types of one shape, tried in order
+    instance_types: [c6i.4xlarge, {type: c5.4xlarge, price: 0.68}]
+    image_id: ami-0abc
 ```
 
 A template's shape (slots, type, model, resources) comes from the cluster file's
@@ -27,7 +31,7 @@ from typing import Literal
 import msgspec
 
 from xce.config import ConfigError, MarkedMap, load_yaml_file
-from xce.config.fields import MapReader, Place, as_list, as_text
+from xce.config.fields import MapReader, Place, as_list, as_text, describe
 from xce.model.cluster import ClusterConfig, HostTemplate, ResourceValue
 
 CONF_NAMES = ("ec2.yaml", "ec2.yml", "ec2.json")
@@ -35,7 +39,7 @@ Market = Literal["on-demand", "spot"]
 MARKETS: tuple[Market, ...] = ("on-demand", "spot")
 
 # `{{name}}` in the user data template; each becomes one shell word, already quoted
-# (`command` and `resources` excepted: see PLACEHOLDERS).
+# (`command`, `resources` and `spot_notice` excepted: see PLACEHOLDERS).
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 PLACEHOLDERS: dict[str, str] = {
     "controller": "the controller URL the agent joins (quoted)",
@@ -48,9 +52,14 @@ PLACEHOLDERS: dict[str, str] = {
     "request": "the provisioner's request id (quoted)",
     "agent_dir": "`agent_dir` of the configuration (quoted)",
     "command": "`agent_command` of the configuration, verbatim",
+    "spot_notice": "`--spot-metadata URL` for a spot template (the agent then drains its "
+                   "host on EC2's interruption notice), else nothing",
 }
 REQUIRED_PLACEHOLDERS = ("host", "token")
 USER_DATA_LIMIT = 16384  # bytes EC2 accepts before base64
+# The instance metadata service, where a spot instance's agent reads its interruption
+# notice (IMDSv2).
+METADATA_URL = "http://169.254.169.254"
 
 DEFAULT_USER_DATA = """\
 #!/bin/sh
@@ -64,16 +73,26 @@ printf '%s\\n' {{token}} > "$dir/join.token"
 cd "$dir"
 nohup {{command}} agent --controller {{controller}} --name {{host}} \\
     --token-file "$dir/join.token" --slots {{slots}} --state-dir "$dir/agent" {{resources}} \\
-    >> "$dir/agent.log" 2>&1 < /dev/null &
+    {{spot_notice}} >> "$dir/agent.log" 2>&1 < /dev/null &
 """
 
 _TOP_KEYS = ("region", "endpoint_url", "controller_url", "templates", "user_data",
              "agent_dir", "agent_command", "tags", "lead_time", "max_attempts",
-             "connect_timeout", "read_timeout")
-_TEMPLATE_KEYS = ("instance_type", "image_id", "subnet_id", "security_group_ids", "market",
-                  "spot_max_price", "key_name", "iam_instance_profile", "max",
-                  "cost_per_hour", "lead_time")
+             "connect_timeout", "read_timeout", "metadata_url")
+_TEMPLATE_KEYS = ("instance_type", "instance_types", "image_id", "subnet_id",
+                  "security_group_ids", "market", "spot_max_price", "key_name",
+                  "iam_instance_profile", "max", "cost_per_hour", "lead_time")
 _RESERVED_TAG = "xce:"
+_TYPE_KEYS = ("type", "price")
+
+
+class InstanceType(msgspec.Struct, frozen=True):
+    """One instance type a template may be launched as, and what an hour of it may
+    cost: a spot launch's MaxPrice for that type (None: the template's
+    `spot_max_price`, else the on-demand price); for on-demand, what it costs."""
+
+    name: str
+    price: float | None = None
 
 
 class Ec2Template(msgspec.Struct, frozen=True):
@@ -81,7 +100,7 @@ class Ec2Template(msgspec.Struct, frozen=True):
     cluster's catalog."""
 
     shape: HostTemplate  # name, slots, type, model, resources, max
-    instance_type: str
+    instance_types: tuple[InstanceType, ...]  # in the order they are tried (at least one)
     image_id: str
     subnet_id: str = ""
     security_group_ids: tuple[str, ...] = ()
@@ -105,6 +124,17 @@ class Ec2Template(msgspec.Struct, frozen=True):
             return self.shape.max
         return self.max if self.shape.max == 0 else min(self.max, self.shape.max)
 
+    @property
+    def hourly_cost(self) -> float | None:
+        """What `describe()` reports: `cost_per_hour`, else the dearest of the types
+        when every one has a price (any of them may be what EC2 has), else unknown."""
+        if self.cost_per_hour is not None:
+            return self.cost_per_hour
+        prices = [t.price for t in self.instance_types]
+        if any(price is None for price in prices):
+            return None
+        return max(price for price in prices if price is not None)
+
 
 class Ec2Config(msgspec.Struct, frozen=True):
     """What an ec2 provider serves and how it reaches EC2."""
@@ -123,6 +153,7 @@ class Ec2Config(msgspec.Struct, frozen=True):
     max_attempts: int = 3  # botocore's attempts per call (standard retry mode)
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
+    metadata_url: str = METADATA_URL  # "" : spot agents do not watch for a notice
     file: str = ""  # where it was read from, for messages
 
 
@@ -170,6 +201,7 @@ def load_ec2_config(path: str | Path, cluster: ClusterConfig, provider: str,
         "connect_timeout": top.number("connect_timeout", defaults.connect_timeout,
                                       positive=True),
         "read_timeout": top.number("read_timeout", defaults.read_timeout, positive=True),
+        "metadata_url": top.text("metadata_url", defaults.metadata_url, nonempty=False),
     }
     shapes = {t.name: t for t in cluster.catalog.templates if t.provider == provider}
     templates = _read_templates(top, shapes, provider)
@@ -221,7 +253,7 @@ def _read_template(entry: MapReader, shape: HostTemplate) -> Ec2Template:
         entry.value_place("spot_max_price").fail("only a spot template has a spot price")
     return Ec2Template(
         shape=shape,
-        instance_type=entry.text("instance_type"),
+        instance_types=_read_instance_types(entry),
         image_id=entry.text("image_id"),
         subnet_id=entry.text("subnet_id", ""),
         security_group_ids=tuple(groups),
@@ -233,6 +265,39 @@ def _read_template(entry: MapReader, shape: HostTemplate) -> Ec2Template:
         cost_per_hour=entry.optional_number("cost_per_hour", minimum=0),
         lead_time=entry.optional_number("lead_time", minimum=0),
     )
+
+
+def _read_instance_types(entry: MapReader) -> tuple[InstanceType, ...]:
+    """`instance_type: T`, or `instance_types: [T, {type: T, price: P}, ...]` (tried in
+    that order), never both."""
+    if "instance_types" not in entry:
+        if "instance_type" not in entry:
+            entry.value_place("instance_type").fail(
+                "missing required key 'instance_type' (or 'instance_types', a list)")
+        return (InstanceType(entry.text("instance_type")),)
+    listed = entry.value_place("instance_types")
+    if "instance_type" in entry:
+        listed.fail("give instance_type or instance_types, not both")
+    items = as_list(entry.get("instance_types"), listed)
+    if not items:
+        listed.fail("must list at least one instance type")
+    types: list[InstanceType] = []
+    for item, place in items:
+        if isinstance(item, str):
+            kind = InstanceType(as_text(item, place))
+        elif isinstance(item, dict):
+            fields = MapReader(item, place, _TYPE_KEYS)
+            price = fields.optional_number("price")
+            if price is not None and price <= 0:
+                fields.value_place("price").fail(f"price must be > 0, got {price:g}")
+            kind = InstanceType(fields.text("type"), price)
+        else:
+            place.fail(f"expected an instance type or a mapping {{type: T, price: P}}, "
+                       f"got {describe(item)}")
+        if any(t.name == kind.name for t in types):
+            place.fail(f"instance type {kind.name} is listed twice")
+        types.append(kind)
+    return tuple(types)
 
 
 def _read_tags(value: object, place: Place) -> dict[str, str]:
@@ -277,6 +342,8 @@ def render_user_data(config: Ec2Config, template: Ec2Template, request: str, hos
         "request": shlex.quote(request),
         "agent_dir": shlex.quote(config.agent_dir),
         "command": config.agent_command,
+        "spot_notice": (f"--spot-metadata {shlex.quote(config.metadata_url)}"
+                        if template.market == "spot" and config.metadata_url else ""),
     }
     return PLACEHOLDER.sub(lambda match: values[match.group(1)], config.user_data)
 

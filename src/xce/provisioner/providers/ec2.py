@@ -8,6 +8,12 @@ disk): `instances()` lists the cluster's instances by tag, so a restarted or
 taking-over provisioner finds them, and an instance that carries the cluster's tag but
 no host (made behind XCE's back) is listed with host "" for reconciliation to release.
 
+A template's instance types are tried in their order, for each host: a capacity error
+moves on to the next type (on-demand and spot alike; EC2 Fleet is not used, see
+docs/providers/ec2.md), and the request is refused `capacity` only when every type
+had none, with a message naming each type tried. A spot instance's user data makes
+its agent watch EC2's interruption notice (`--spot-metadata`).
+
 Errors: EC2's capacity codes (InsufficientInstanceCapacity, InstanceLimitExceeded,
 SpotMaxPriceTooLow, MaxSpotInstanceCountExceeded, ...) are `capacity`; throttling,
 EC2's server errors and every failure to reach the endpoint are `unavailable`; other
@@ -17,6 +23,7 @@ refusals are `request`.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -33,6 +40,7 @@ from xce.config.providers.ec2 import (
     USER_DATA_LIMIT,
     Ec2Config,
     Ec2Template,
+    InstanceType,
     conf_file,
     load_ec2_config,
     render_user_data,
@@ -49,6 +57,8 @@ from xce.provisioner.provider import (
     offered_template,
 )
 from xce.provisioner.registry import ProviderContext
+
+log = logging.getLogger(__name__)
 
 TAG_CLUSTER = "xce:cluster"
 TAG_PROVIDER = "xce:provider"
@@ -105,7 +115,7 @@ class Ec2Provider:
                     name=t.name, slots=t.shape.slots, type=t.shape.type, model=t.shape.model,
                     resources=t.shape.resources, max=t.limit,
                     lead_time=self.config.lead_time if t.lead_time is None else t.lead_time,
-                    cost_per_hour=t.cost_per_hour,
+                    cost_per_hour=t.hourly_cost,
                 )
                 for t in self.config.templates
             ),
@@ -132,9 +142,10 @@ class Ec2Provider:
                 "capacity", f"template {template}: {holding} of at most {shape.limit} "
                 f"instances run, {len(new)} more cannot start")
         started: dict[str, Instance] = {}
+        full: dict[str, ProviderError] = {}  # instance type -> its capacity refusal
         try:
             for grant in new:
-                started[grant.name] = self._run(request_id, shape, grant)
+                started[grant.name] = self._launch(request_id, shape, grant, full)
         except Exception as err:
             if started:
                 ids = [i.id for i in started.values()]
@@ -174,7 +185,30 @@ class Ec2Provider:
         return offered_template(self.templates, name, f"template {name}: not a template "
                                 f"of provider {self.config.provider}", "its templates")
 
-    def _run(self, request_id: str, template: Ec2Template, grant: HostGrant) -> Instance:
+    def _launch(self, request_id: str, template: Ec2Template, grant: HostGrant,
+                full: dict[str, ProviderError]) -> Instance:
+        """One host's instance: the template's instance types in their order, each but
+        those that already had no room in this request (`full`, which collects the
+        capacity refusals); `capacity` naming every type tried when none had room. Any
+        other failure is raised at once."""
+        for kind in template.instance_types:
+            if kind.name in full:
+                continue
+            try:
+                return self._run(request_id, template, grant, kind)
+            except ProviderError as err:
+                if err.kind != "capacity":
+                    raise
+                full[kind.name] = err
+                log.info("host %s: no capacity for %s (%s)", grant.name, kind.name, err)
+        tried = ", ".join(t.name for t in template.instance_types)
+        raise ProviderError(
+            "capacity", f"RunInstances: template {template.name}: no capacity in any of its "
+            f"instance types ({tried}): "
+            + "; ".join(str(full[t.name]) for t in template.instance_types))
+
+    def _run(self, request_id: str, template: Ec2Template, grant: HostGrant,
+             kind: InstanceType) -> Instance:
         config = self.config
         user_data = render_user_data(config, template, request_id, grant.name,
                                      grant.join_token)
@@ -187,11 +221,13 @@ class Ec2Provider:
         tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
         params: dict[str, Any] = {
             "ImageId": template.image_id,
-            "InstanceType": template.instance_type,
+            "InstanceType": kind.name,
             "MinCount": 1,
             "MaxCount": 1,
             "UserData": user_data,  # boto3 encodes it in base64
-            "ClientToken": client_token(config.cluster, request_id, grant.name),
+            "ClientToken": client_token(
+                config.cluster, request_id, grant.name,
+                "" if kind == template.instance_types[0] else kind.name),
             "TagSpecifications": [{"ResourceType": "instance", "Tags": tag_list},
                                   {"ResourceType": "volume", "Tags": tag_list}],
             # The join token is in the user data: no IMDSv1 (SSRF) access to it.
@@ -209,10 +245,11 @@ class Ec2Provider:
         if template.market == "spot":
             spot: dict[str, str] = {"SpotInstanceType": "one-time",
                                     "InstanceInterruptionBehavior": "terminate"}
-            if template.spot_max_price:
-                spot["MaxPrice"] = template.spot_max_price
+            price = template.spot_max_price if kind.price is None else repr(kind.price)
+            if price:
+                spot["MaxPrice"] = price
             params["InstanceMarketOptions"] = {"MarketType": "spot", "SpotOptions": spot}
-        reply = self._call("RunInstances", self.client.run_instances, **params)
+        reply = self._call(f"RunInstances ({kind.name})", self.client.run_instances, **params)
         made = reply.get("Instances") or []
         if len(made) != 1:
             raise ProviderError("unavailable", f"RunInstances for {grant.name} answered "
@@ -278,14 +315,16 @@ class Ec2Provider:
                             "(ec2) lends no tokens")
 
 
-def client_token(cluster: str, request_id: str, host: str) -> str:
+def client_token(cluster: str, request_id: str, host: str, instance_type: str = "") -> str:
     """RunInstances' idempotency token for one host of one request (EC2 takes at most 64
     ASCII characters): a launch retried by botocore after a lost answer starts nothing
-    twice."""
-    plain = f"{request_id}/{host}"
+    twice. `instance_type`: a fallback type (not the template's first), whose launch
+    has parameters of its own and so a token of its own."""
+    plain = f"{request_id}/{host}" + (f"/{instance_type}" if instance_type else "")
     if len(plain) <= CLIENT_TOKEN_MAX and plain.isascii() and plain.isprintable():
         return plain
-    return hashlib.sha256(f"{cluster}\0{request_id}\0{host}".encode()).hexdigest()
+    parts = [cluster, request_id, host] + ([instance_type] if instance_type else [])
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def _existing(inventory: list[dict[str, Any]], names: set[str],

@@ -42,6 +42,7 @@ from xce.config.providers.script import (
     load_script_conf,
 )
 from xce.model.cluster import ResourceValue
+from xce.model.lifecycle import MACHINE_LIFE, MachineState
 from xce.provisioner.provider import (
     Description,
     HostGrant,
@@ -57,17 +58,9 @@ from xce.provisioner.registry import ProviderContext
 
 log = logging.getLogger("xce.provisioner.script")
 
-# What XCE knows of one machine (one expected host):
-#   requesting    recorded, requestMachines not answered yet (after a crash: gone)
-#   executing     the plugin is making it (result `executing`, or not reported yet)
-#   running       result `succeed`
-#   failed        result `fail`, or its request ended without a machine for it
-#   released      released before the plugin reported its machine: returned when it does
-#   returning     requestReturnMachines asked for it; returned / return_failed after
-#   reclaimed     the provider took it back (getReturnRequests, once its gracePeriod passed)
-MachineState = Literal["requesting", "executing", "running", "failed", "released",
-                       "returning", "returned", "return_failed", "reclaimed"]
-ALIVE: tuple[MachineState, ...] = ("executing", "running")
+# What XCE knows of one machine (one expected host): a MachineState, changed only as
+# its table allows (MACHINE_LIFE, xce.model.lifecycle: `_move`).
+ALIVE = (MachineState.EXECUTING, MachineState.RUNNING)
 REQUEST_STATUSES = ("running", "complete", "complete_with_error")
 RESULTS = ("executing", "succeed", "fail")
 TAIL = 500  # characters of a script's output quoted in an error
@@ -82,7 +75,7 @@ class MachineRecord(msgspec.Struct):
     template: str
     request: str  # the provisioner's request id
     started: float  # epoch seconds of the request
-    state: MachineState = "requesting"
+    state: MachineState = MachineState.REQUESTING
     plugin_request: str = ""  # requestMachines' requestId
     machine_id: str = ""
     machine_name: str = ""
@@ -329,7 +322,7 @@ class ScriptProvider:
             raise
         for record in records:
             record.plugin_request = plugin_request
-            record.state = "executing"
+            _move(record, MachineState.EXECUTING)
         state.requests[plugin_request] = RequestRecord(
             plugin_request, "create", [r.id for r in records], template=template, created=now,
             message=str(answer.get("message", "")))
@@ -355,8 +348,7 @@ class ScriptProvider:
             returning = [r for r in chosen if r.state in ALIVE and r.machine_id]
             for record in chosen:
                 if record.state in ALIVE and not record.machine_id:
-                    record.state = "released"
-                    record.ended = time.time()
+                    _move(record, MachineState.RELEASED, time.time())
             if returning:
                 self._return(state, returning, [])
             self.files.save(state)
@@ -437,14 +429,15 @@ class ScriptProvider:
             executing = executing or machine.result == "executing"
             if record.state in ALIVE:
                 if machine.result == "fail":
-                    record.state, record.ended = "failed", now
+                    _move(record, MachineState.FAILED, now)
                     log.warning("provider %s: the machine %s of %s failed: %s", self.name,
                                 machine.machine_id, record.host, machine.message or "-")
                 else:
-                    record.state = "running" if machine.result == "succeed" else "executing"
-            elif record.state == "released":
+                    _move(record, MachineState.RUNNING if machine.result == "succeed"
+                          else MachineState.EXECUTING)
+            elif record.state == MachineState.RELEASED:
                 if machine.result == "fail":
-                    record.state = "failed"
+                    _move(record, MachineState.FAILED)
                 elif not record.return_request and record not in late:
                     late.append(record)
         if status == "running" or executing:
@@ -453,12 +446,12 @@ class ScriptProvider:
             if record.machine_id:
                 continue
             if record.state in ALIVE:
-                record.state, record.ended = "failed", now
+                _move(record, MachineState.FAILED, now)
                 record.message = (f"request {request.id} ended {status} with no machine for "
                                   f"it" + (f": {request.message}" if request.message else ""))
                 log.warning("provider %s: %s", self.name, record.message)
-            elif record.state == "released":
-                record.state, record.ended = "returned", now
+            elif record.state == MachineState.RELEASED:
+                _move(record, MachineState.RETURNED, now)
         del state.requests[request.id]
 
     def _apply_return(self, state: ScriptState, request: RequestRecord, status: str,
@@ -471,11 +464,11 @@ class ScriptProvider:
             record = records.get(machine.machine_id)
             if machine.result == "executing":
                 executing = True
-            elif record is not None and record.state == "returning":
+            elif record is not None and record.state == MachineState.RETURNING:
                 if machine.result == "succeed":
-                    record.state = "returned"
+                    _move(record, MachineState.RETURNED)
                 else:
-                    record.state = "return_failed"
+                    _move(record, MachineState.RETURN_FAILED)
                     record.message = machine.message or "the plugin could not return it"
                     log.warning("provider %s: the machine %s of %s was not returned: %s",
                                 self.name, machine.machine_id, record.host, record.message)
@@ -483,9 +476,9 @@ class ScriptProvider:
         if status == "running" or executing:
             return
         for record in records.values():  # ended: those it did not list, as its status says
-            if record.state == "returning":
-                record.state = "returned" if status == "complete" else "return_failed"
-                record.ended = now
+            if record.state == MachineState.RETURNING:
+                _move(record, MachineState.RETURNED if status == "complete"
+                      else MachineState.RETURN_FAILED, now)
         del state.requests[request.id]
 
     def _return(self, state: ScriptState, records: Sequence[MachineRecord],
@@ -502,8 +495,8 @@ class ScriptProvider:
             rid, "return", [r.id for r in records], [m["machineId"] for m in machines],
             created=now, message=str(answer.get("message", "")))
         for record in records:
-            record.state, record.return_request = "returning", rid
-            record.ended = record.ended or now
+            _move(record, MachineState.RETURNING, record.ended or now)
+            record.return_request = rid
         self.files.save(state)
         if surplus:
             log.warning("provider %s: returned machines no host asked for: %s", self.name,
@@ -546,7 +539,7 @@ class ScriptProvider:
         KEEP_GONE seconds are forgotten."""
         for record in state.instances.values():
             if record.state in ALIVE and record.reclaim_at and now >= record.reclaim_at:
-                record.state, record.ended = "reclaimed", record.reclaim_at
+                _move(record, MachineState.RECLAIMED, record.reclaim_at)
         referenced = {i for r in state.requests.values() for i in r.instances}
         for key, record in list(state.instances.items()):
             if (record.state not in ALIVE and record.ended and now - record.ended > KEEP_GONE
@@ -606,6 +599,17 @@ class At:
     def fail(self, message: str) -> NoReturn:
         where = f"{self.script}: {self.path}" if self.path else self.script
         raise ProviderError("unavailable", f"{where}: {message}")
+
+
+def _move(record: MachineRecord, target: MachineState, ended: float | None = None) -> None:
+    """`record`'s machine becomes `target` (if it is not already), as its table allows
+    (TransitionError otherwise: a bug); `ended`: when it was last seen alive."""
+    if record.state != target:
+        why = MACHINE_LIFE.reason_for(record.host, record.state, target)
+        log.debug("machine of host %s: %s -> %s (%s)", record.host, record.state, target, why)
+        record.state = target
+    if ended is not None:
+        record.ended = ended
 
 
 def _instance(record: MachineRecord, cluster: str, now: float) -> Instance:
