@@ -1,7 +1,7 @@
 """What reaches the scheduler state (issue 19, part 1): `SchedulerState.apply` takes a
 `SchedulerEvent` and refuses anything else, changing nothing; the controller passes on
 only scheduler events, so its own records (leases, provisioning requests and
-instances, expected hosts, token steps) leave `capacity_version`, and with it the
+instances, expected hosts, token steps, job accounting) leave `capacity_version`, and with it the
 cross-session failure cache, alone, live, on recovery and on replay.
 
 The live acceptance test (a provisioner renewing its lease every round over 10,000
@@ -32,6 +32,7 @@ from xce.model.events import (
     HostExpected,
     InstanceChanged,
     InstanceRecorded,
+    JobAccounted,
     JobSubmitted,
     LeaseGranted,
     LeaseReleased,
@@ -75,6 +76,8 @@ RECORDS: list[ControllerRecord] = [
     HostExpected("loc-1", "loc", "local", "r1", "0" * 64, 700.0, 100.0),
     ExpectedHostEnded("loc-1", "removed", "cancelled", 100.0),
     TokensChanged("vcs", "borrow_requested", 1.0, 100.0),
+    JobAccounted(1, "alice", "normal", "EXIT", 90.0, 100.0, 95.0, 1, {"n1": 1}, 127,
+                 failure="unknown user 'alice' on n1", cpu_time=0.0, time=100.0),
 ]
 
 

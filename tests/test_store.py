@@ -30,6 +30,8 @@ from xce.controller.store import (
 from xce.model.cluster import ClusterConfig
 from xce.model.events import (
     ConfigLoaded,
+    EndedJob,
+    EndedJobsRestored,
     Event,
     ExpectedHostEnded,
     HostAdded,
@@ -38,6 +40,7 @@ from xce.model.events import (
     HostStateChanged,
     InstanceChanged,
     InstanceRecorded,
+    JobAccounted,
     JobFinished,
     JobHeld,
     JobKilled,
@@ -92,6 +95,8 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
                       borrowed={"hspice/cloud": 4.0}, headroom={"vcs": 3.0},
                       allowance={"aws.r5": -1}, time=10.0),
         PoolHistoryRestored(pool="vcs", history=[(0.0, 0.0, 0.0), (10.0, 2.0, 4.0)]),
+        EndedJobsRestored(jobs=[EndedJob(id=9, time=5.0, done=False, exit_code=3, user="alice",
+                                         name="sweep", array=0, submit=1.0)]),
         HostExpected(name="aws.c5-1", template="aws.c5", provider="aws", request="r1",
                      token_sha256="ab" * 32, deadline=600.0, time=11.0),
         ExpectedHostEnded(name="aws.c5-1", state="failed", reason="join deadline passed",
@@ -107,6 +112,9 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
                         time=17.0, instance_id="i-0abc"),
         RequestChanged(request="r1", state="in flight", reason="accepted by the provider",
                        time=17.0),
+        JobAccounted(job=8, user="alice", queue="normal", state="EXIT", submit=1.0, end=4.0,
+                     start=3.0, n=4, hosts={"n01": 2, "n02": 2}, exit_code=3,
+                     failure="SIGSEGV (Segmentation fault) on n01", cpu_time=1.5, time=4.0),
     ]
 
 

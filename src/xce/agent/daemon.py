@@ -2,7 +2,8 @@
 
 Each heartbeat says which jobs run and which ended (again until acknowledged), and
 EC2's spot interruption notice once the agent has read it (`--spot-metadata`); the
-reply says which to start, which to kill, which reports to forget. The controller
+reply says which to start, which to kill, which reports to forget, and whose output a
+user waits for (`xce peek`: sent in a heartbeat at once). The controller
 being down changes nothing for the jobs: the agent retries with backoff and kills a job
 on its own only at its run limit (from the launch). Stopping the agent (SIGTERM) leaves
 its jobs running.
@@ -26,9 +27,11 @@ import msgspec
 from xce.agent.jobs import JobStore
 from xce.agent.spot import MetadataError, SpotWatch
 from xce.model.api import (
+    PEEK_BYTES,
     ApiError,
     Heartbeat,
     HeartbeatReply,
+    JobOutput,
     Registered,
     RegisterRequest,
 )
@@ -41,13 +44,16 @@ T = TypeVar("T")
 REREGISTER = (404, 409)
 MIN_INTERVAL = 0.01  # never a busy loop, whatever the controller says
 METADATA_TIMEOUT = 2.0  # s per request to the instance metadata service (it is local)
+# Characters of job output one heartbeat carries at most (beyond its first job's): the
+# controller takes heartbeats of up to 4 MiB, and JSON may escape a character in six.
+OUTPUT_BUDGET = 2 * PEEK_BYTES
 
 
 @dataclass(frozen=True)
 class AgentSettings:
     """How the agent reaches the controller and what it registers."""
 
-    controller: str  # base URL, e.g. http://ctl:8700
+    controller: str  # base URL, e.g. http://ctl:6820
     name: str
     token: str
     host: RegisterRequest
@@ -131,6 +137,7 @@ class Agent:
         self.settings = settings
         self.store = store
         self.reclaim_at: float | None = None  # EC2's notice: it takes the host back then
+        self._outputs: list[JobOutput] = []  # asked for by the controller, not yet sent
         self._wake = asyncio.Event()  # send the next heartbeat now, not at its interval
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -212,15 +219,35 @@ class Agent:
         # Running first: a job that ends in between is then in both lists, never in none.
         running = self.store.running()
         beat = Heartbeat(running=running, finished=self.store.finished(),
-                         reclaim_at=self.reclaim_at)
+                         reclaim_at=self.reclaim_at, output=self._outputs)
         reply = await controller.heartbeat(beat)
+        self._outputs = []
         # Acks first: a job requeued with the same id may be started again in this reply.
         self.store.ack(reply.ack)
-        for launch in reply.start:
-            self.store.start(launch)
+        # Kills before starts: a start may need the GPUs of a job killed in this reply
+        # (it waits for them to be freed: JobStore.start).
         for job in reply.kill:
             self.store.kill(job)
+        for launch in reply.start:
+            self.store.start(launch)
+        if reply.peek:  # someone waits for it (`xce peek`): sent at once
+            self._outputs = self._read_outputs(reply.peek)
+            self._wake.set()
         return max(reply.heartbeat_interval, MIN_INTERVAL)
+
+    def _read_outputs(self, jobs: list[int]) -> list[JobOutput]:
+        """The outputs of the first of `jobs` that fit one heartbeat (OUTPUT_BUDGET
+        bytes of text, at least one job): the controller asks for the others again."""
+        outputs: list[JobOutput] = []
+        budget = OUTPUT_BUDGET
+        for job in jobs:
+            output = self.store.output(job, self.settings.name)
+            size = sum(len(part.text) for part in (output.stdout, output.stderr) if part)
+            if outputs and size > budget:
+                break
+            outputs.append(output)
+            budget -= size
+        return outputs
 
     async def _watch_spot(self) -> None:
         """Ask the metadata service for EC2's interruption notice until there is one;

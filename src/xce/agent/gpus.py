@@ -5,7 +5,9 @@ host spec's `gpus` (devices 0..N-1): what the agent registers. Assignment: a job
 asks for GPUs gets the lowest devices that no running job holds, so a device is never
 given to two jobs at once (an exclusive job is always alone on its devices). The
 scheduler counts every GPU of a job as taken on each of its hosts, so there are always
-enough; when there are not (the host has fewer devices than the controller thinks),
+enough; a job whose devices are still held by jobs being killed (the kill and the
+start in one heartbeat reply) is not started until they end (the controller sends it
+again); when there are not (the host has fewer devices than the controller thinks),
 the job is refused with a reason, never given a device another job holds. Each grant
 is kept in its job's directory (`gpus.json`), so an agent restart knows what is taken.
 """
@@ -72,7 +74,8 @@ def grant_gpus(launch: Launch, devices: Sequence[int],
     holders = ", ".join(f"{device} (job {taken[device]})" for device in sorted(taken))
     why = (f"it needs {launch.gpus} GPU(s) and {len(free)} of this host's {len(devices)} "
            f"are free" + (f"; held: {holders}" if holders else ""))
-    return GpuGrant([], launch.gpu_mode, exclusive(launch), refused=why)
+    return GpuGrant([], launch.gpu_mode, exclusive(launch), refused=why,
+                    holders=sorted(held))
 
 
 def gpu_environment(grant: GpuGrant) -> dict[str, str]:

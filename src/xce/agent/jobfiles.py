@@ -29,13 +29,17 @@ DEFAULT_OUTPUT = "stdout"
 
 
 class Status(msgspec.Struct, frozen=True):
-    """How a job ended. `exit_code` is 128+signal when a signal ended it, like a shell."""
+    """How a job ended. `exit_code` is 128+signal when a signal ended it, like a shell;
+    `failure`: why it could not start (for its owner, naming the host); `cpu_time`: the
+    seconds of CPU its processes used (those that were waited for)."""
 
     exit_code: int
     signal: int | None
     start: float
     end: float
     run_time: float
+    failure: str = ""
+    cpu_time: float = 0.0
 
 
 class Pids(msgspec.Struct, frozen=True):
@@ -68,12 +72,13 @@ class KillRequest(msgspec.Struct, frozen=True):
 class GpuGrant(msgspec.Struct, frozen=True):
     """The GPU devices (indices) a job has on this host while it runs, and its mode;
     `refused`: why it got none (not enough free devices), for the shim to say and fail
-    the job with 127."""
+    the job with 127; `holders`: then, the jobs holding devices."""
 
     devices: list[int]
     mode: str = "shared"
     exclusive: bool = False
     refused: str = ""
+    holders: list[int] = []
 
 
 def read(path: Path, kind: type[T]) -> T | None:

@@ -32,8 +32,10 @@ from xce.agent.jobfiles import (
     KillRequest,
     Status,
 )
+from xce.agent.peek import job_output
+from xce.agent.shim import run_host
 from xce.atomic_json import write_atomic
-from xce.model.api import RUN_LIMIT_REACHED, JobReport, Launch
+from xce.model.api import RUN_LIMIT_REACHED, JobOutput, JobReport, Launch
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +98,15 @@ class JobStore:
         jobdir = self.directory(launch.job)
         if (jobdir / LAUNCH).exists():
             return False
+        grant = self._gpu_grant(launch) if launch.gpus > 0 else None
+        if grant is not None and grant.refused and self._ending_holders(grant):
+            # The devices are held by jobs being ended (a kill and this start in one
+            # reply): not started now; the controller sends it again next heartbeat.
+            log.info("job %d: waits for the GPUs of jobs being ended", launch.job)
+            return False
         jobdir.mkdir(exist_ok=True)
-        if launch.gpus > 0:
-            self._grant_gpus(launch, jobdir)
+        if grant is not None:
+            self._keep_grant(launch, jobdir, grant)
         if not launch.run:
             write_atomic(jobdir / HELD, Held(time.time()))
             write_atomic(jobdir / LAUNCH, launch)
@@ -128,12 +136,19 @@ class JobStore:
             os.close(lock_fd)
         return True
 
-    def _grant_gpus(self, launch: Launch, jobdir: Path) -> None:
-        """Give the job its devices before it exists (`gpus.json` before
-        `launch.json`); a refused job's shim fails it, saying why."""
+    def _gpu_grant(self, launch: Launch) -> GpuGrant:
+        """The devices for a job (gpus.grant_gpus) given those its running jobs hold."""
         held = {job: grant.devices for job in self.running()
                 if (grant := jobfiles.read(self.directory(job) / GPUS, GpuGrant)) is not None}
-        grant = grant_gpus(launch, self.gpus, held)
+        return grant_gpus(launch, self.gpus, held)
+
+    def _ending_holders(self, grant: GpuGrant) -> bool:
+        """Whether some job holding devices is being ended (asked to be killed)."""
+        return any((self.directory(job) / KILL).exists() for job in grant.holders)
+
+    def _keep_grant(self, launch: Launch, jobdir: Path, grant: GpuGrant) -> None:
+        """Give the job its devices before it exists (`gpus.json` before
+        `launch.json`); a refused job's shim fails it, saying why."""
         write_atomic(jobdir / GPUS, grant)
         if grant.refused:
             log.warning("job %d: no GPUs: %s", launch.job, grant.refused)
@@ -155,11 +170,18 @@ class JobStore:
             status = self._status(job)
             if status is not None:
                 request = jobfiles.read(self.directory(job) / KILL, KillRequest)
+                launch = jobfiles.read(self.directory(job) / LAUNCH, Launch)
                 reports.append(JobReport(
                     job, status.exit_code, status.signal, status.run_time, status.end,
                     request.reason if request is not None else "",
+                    failure_of(status, launch, ended_by_xce=request is not None),
+                    status.cpu_time,
                 ))
         return reports
+
+    def output(self, job: int, host: str) -> JobOutput:
+        """The output so far of a job running here (`host`: this host's name)."""
+        return job_output(self.directory(job), job, host)
 
     def ack(self, jobs: Iterable[int]) -> None:
         """Forget ended jobs whose report the controller has made durable."""
@@ -274,6 +296,25 @@ class JobStore:
         for job, shim in list(self._shims.items()):
             if shim.poll() is not None:
                 del self._shims[job]
+
+
+def failure_of(status: Status, launch: Launch | None, ended_by_xce: bool) -> str:
+    """Why a job failed, for its owner (JobReport.failure): the shim's start failure;
+    a signal that XCE did not send (`ended_by_xce`: a kill or its run limit); a job
+    lost with its shim. Empty for a job that ran and exited, whatever its status."""
+    host = run_host(launch) if launch is not None else "this host"
+    if status.failure:
+        return status.failure
+    if status.exit_code == LOST_EXIT_CODE and status.signal is None:
+        return (f"lost on {host}: its shim ended without saying how the job ended "
+                "(the host rebooted, or the shim was killed)")
+    if status.signal is not None and not ended_by_xce:
+        try:
+            name = signal.Signals(status.signal).name
+        except ValueError:
+            name = f"signal {status.signal}"
+        return f"{name} ({signal.strsignal(status.signal) or 'unknown signal'}) on {host}"
+    return ""
 
 
 def signal_job(jobdir: Path, sig: int) -> bool:

@@ -12,8 +12,10 @@ job's process group, waits, kills what is left of that group, and writes
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pwd
+import resource
 import signal
 import sys
 import time
@@ -26,7 +28,7 @@ from xce.agent import jobfiles
 from xce.agent.gpus import gpu_environment
 from xce.agent.jobfiles import GpuGrant, Pids, Status
 from xce.atomic_json import write_atomic
-from xce.model.api import Launch
+from xce.model.api import MAX_FAILURE, Launch
 
 CANNOT_RUN = 127  # like a shell: command not found, directory missing, ...
 FORWARDED = {signal.SIGTERM, signal.SIGINT}
@@ -70,6 +72,9 @@ def job_environment(launch: Launch, gpus: GpuGrant | None = None) -> dict[str, s
         LSB_QUEUE=launch.queue,
         LSB_JOBNAME=launch.name or " ".join(launch.command),
     )
+    if launch.index:  # an element of a job array: LSF's array id, index and name
+        env.update(LSB_JOBID=str(launch.array), LSB_JOBINDEX=str(launch.index),
+                   LSB_JOBNAME=f"{launch.name}[{launch.index}]")
     return env
 
 
@@ -83,12 +88,14 @@ class Files(NamedTuple):
 
 def job_files(launch: Launch, jobdir: Path, account: Account | None) -> Files:
     """The working directory (default: the user's home) and the output files (`%J` is the
-    job id; relative to the working directory; default stdout: JOBDIR/stdout; default
+    job id, an array's id for its elements; `%I` the array index, 0 for a job of no
+    array; relative to the working directory; default stdout: JOBDIR/stdout; default
     stderr: with stdout)."""
     cwd = launch.cwd or (account.home if account else os.path.expanduser("~"))
+    job = launch.array if launch.index else launch.job
 
     def path(name: str) -> str:
-        return os.path.join(cwd, name.replace("%J", str(launch.job)))
+        return os.path.join(cwd, name.replace("%J", str(job)).replace("%I", str(launch.index)))
 
     stdout = path(launch.output) if launch.output else str(jobdir / jobfiles.DEFAULT_OUTPUT)
     stderr = path(launch.error) if launch.error else stdout
@@ -110,7 +117,18 @@ def open_default_output(launch: Launch, files: Files, account: Account | None) -
 
 
 class StartError(Exception):
-    """The job's command could not be started; the message says which step failed."""
+    """The job's command could not be started: `what` was tried and failed for `why`
+    (`errno` the OSError's, if any). `str()` is the line for the job's error file."""
+
+    def __init__(self, what: str, why: str, code: int | None = None) -> None:
+        super().__init__(f"cannot {what}: {why}")
+        self.what, self.why, self.errno = what, why, code
+
+    def failure(self, host: str, command: str) -> str:
+        """The job's failure for its owner (JobReport.failure), naming the host."""
+        if self.what == f"run {command!r}" and self.errno == errno.ENOENT:
+            return f"command {command!r} not found on {host}"
+        return f"cannot {self.what} on {host}: {self.why}"
 
 
 def attempt(what: str, action: Callable[[], T]) -> T:
@@ -118,15 +136,26 @@ def attempt(what: str, action: Callable[[], T]) -> T:
     try:
         return action()
     except OSError as err:
-        raise StartError(f"cannot {what}: {err.strerror or err}") from err
+        raise StartError(what, str(err.strerror or err), err.errno) from err
+
+
+def unknown_user(user: str, host: str) -> str:
+    """The failure of a job whose user this host does not know."""
+    return f"unknown user {user!r} on {host} (the user must exist on the execution hosts)"
+
+
+def run_host(launch: Launch) -> str:
+    """The host that runs the job's command: its first execution host."""
+    return next(iter(launch.hosts), "?")
 
 
 def exec_job(
     launch: Launch, files: Files, account: Account | None, stdout_fd: int | None,
-    gpus: GpuGrant | None = None,
+    gpus: GpuGrant | None = None, failures: int | None = None,
 ) -> NoReturn:
     """In the forked child: become the job (own process group, the job's user, its files
-    and directory) and exec the command; on failure say why on stderr and exit 127.
+    and directory) and exec the command; on failure say why on stderr (and as the
+    job's failure on `failures`, a pipe closed by the exec) and exit 127.
     `stdout_fd`: the default output file, already open; `gpus`: the job's devices here
     (refused: it fails)."""
     try:
@@ -139,12 +168,16 @@ def exec_job(
         redirect(files, stdout_fd)
         attempt(f"change to directory {files.cwd!r}", lambda: os.chdir(files.cwd))
         if gpus is not None and gpus.refused:
-            raise StartError(f"cannot have its GPUs: {gpus.refused}")
+            raise StartError("have its GPUs", gpus.refused)
         command, env = launch.command, job_environment(launch, gpus)
         attempt(f"run {command[0]!r}", lambda: os.execvpe(command[0], command, env))
     except StartError as err:
         with contextlib.suppress(OSError):
             os.write(2, f"xce: job {launch.job}: {err}\n".encode())
+        if failures is not None:
+            with contextlib.suppress(OSError):
+                failure = err.failure(run_host(launch), launch.command[0])
+                os.write(failures, failure.encode()[:MAX_FAILURE])
     finally:
         os._exit(CANNOT_RUN)  # never back into the shim's code, whatever happened
 
@@ -176,25 +209,36 @@ def redirect(files: Files, stdout_fd: int | None) -> None:
 
 
 def run(launch: Launch, jobdir: Path, gpus: GpuGrant | None = None) -> Status:
-    """Run the job to its end and say how it ended."""
+    """Run the job to its end and say how it ended (and why it could not start)."""
     start, started = time.time(), time.monotonic()
     try:
         account = job_account(launch.user)
     except KeyError:
         print(f"xce: job {launch.job}: unknown user {launch.user!r}", file=sys.stderr)
-        return Status(CANNOT_RUN, None, start, start, 0.0)
+        return Status(CANNOT_RUN, None, start, start, 0.0,
+                      failure=unknown_user(launch.user, run_host(launch)))
     files = job_files(launch, jobdir, account)
-    stdout_fd = open_default_output(launch, files, account)
+    try:
+        stdout_fd = attempt(f"open output file {files.stdout!r}",
+                            lambda: open_default_output(launch, files, account))
+    except StartError as err:
+        print(f"xce: job {launch.job}: {err}", file=sys.stderr)
+        return Status(CANNOT_RUN, None, start, start, 0.0,
+                      failure=err.failure(run_host(launch), launch.command[0]))
     # Blocked until the job is its own process group and the handlers are in place.
     signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+    failures, failed = os.pipe()  # (not inherited by the job: closed by its exec)
     pid = os.fork()
     if pid == 0:
-        exec_job(launch, files, account, stdout_fd, gpus)
+        os.close(failures)
+        exec_job(launch, files, account, stdout_fd, gpus, failed)
+    os.close(failed)
     if stdout_fd is not None:
         os.close(stdout_fd)
     with contextlib.suppress(OSError):  # the child may have done it (and exec'd) already
         os.setpgid(pid, pid)
     record_pids(jobdir, pid, start)
+    failure = read_all(failures)  # until the exec (nothing) or the child's exit
 
     def forward(sig: int, _frame: FrameType | None) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -211,10 +255,22 @@ def run(launch: Launch, jobdir: Path, gpus: GpuGrant | None = None) -> Status:
     _, wait_status = os.waitpid(pid, 0)
     end = time.time()
     run_time = time.monotonic() - started
+    # The job's processes that were waited for (the leader, and what it waited for).
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_time = usage.ru_utime + usage.ru_stime
     if os.WIFSIGNALED(wait_status):
         killer = os.WTERMSIG(wait_status)
-        return Status(128 + killer, killer, start, end, run_time)
-    return Status(os.WEXITSTATUS(wait_status), None, start, end, run_time)
+        return Status(128 + killer, killer, start, end, run_time, failure, cpu_time)
+    return Status(os.WEXITSTATUS(wait_status), None, start, end, run_time, failure, cpu_time)
+
+
+def read_all(fd: int) -> str:
+    """What is written to the pipe `fd` until its other end closes; `fd` is closed."""
+    chunks = []
+    with os.fdopen(fd, "rb") as pipe:
+        while chunk := pipe.read(MAX_FAILURE):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")[:MAX_FAILURE]
 
 
 def record_pids(jobdir: Path, job: int, start: float) -> None:

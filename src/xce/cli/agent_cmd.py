@@ -37,7 +37,9 @@ def read_token(token_file: Path | None) -> str:
 
 
 @click.command()
-@click.option("--controller", required=True, help="Controller URL, e.g. http://ctl:8700.")
+@click.option("--controller", required=True, metavar="URL",
+              help="The controller's URL, e.g. http://ctl:6820 (6820: the port `xce controller` "
+              "listens on by default).")
 @click.option(
     "--name",
     default=socket.gethostname,

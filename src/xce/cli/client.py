@@ -23,6 +23,7 @@ import msgspec
 from xce import __version__
 from xce.model.api import (
     FENCING_HEADER,
+    AcctSummary,
     ApiError,
     CatalogInfo,
     CatalogRequest,
@@ -31,8 +32,10 @@ from xce.model.api import (
     HistoryList,
     HostInfo,
     HostList,
+    JobHistory,
     JobInfo,
     JobList,
+    JobOutput,
     KillResult,
     PoolInfo,
     QueueList,
@@ -79,10 +82,14 @@ class Client:
     def submit(self, request: SubmitRequest) -> Submitted:
         return self._post("/jobs", Submitted, request)
 
-    def jobs(self, user: str | None = None, state: str | None = None) -> JobList:
+    def jobs(self, user: str | None = None, state: str | None = None,
+             array: int | None = None) -> JobList:
         """`user`: a name or `all` (default: the caller); `state`: pend, run, done, exit
-        or all (default: unfinished and recently finished jobs)."""
+        or all (default: unfinished and recently finished jobs); `array`: only the
+        elements of that job array."""
         query = {key: value for key, value in (("user", user), ("state", state)) if value}
+        if array is not None:
+            query["array"] = str(array)
         return self._get("/jobs", JobList, query)
 
     def job(self, job: int) -> JobInfo:
@@ -96,6 +103,21 @@ class Client:
 
     def resume(self, job: int) -> JobInfo:
         return self._post(f"/jobs/{job}/resume", JobInfo)
+
+    def peek(self, job: int) -> JobOutput:
+        """The output so far of a running job (its host is asked: may take seconds)."""
+        return self._get(f"/jobs/{job}/peek", JobOutput)
+
+    def job_history(self, job: int) -> JobHistory:
+        return self._get(f"/jobs/{job}/history", JobHistory)
+
+    def acct(self, user: str | None = None, queue: str | None = None,
+             since: float | None = None, until: float | None = None) -> AcctSummary:
+        """Accounting of the jobs that ended in [since, until), per user and queue."""
+        query = {key: str(value) for key, value in (
+            ("user", user), ("queue", queue), ("since", since), ("until", until))
+            if value is not None}
+        return self._get("/acct", AcctSummary, query)
 
     def hosts(self) -> HostList:
         return self._get("/hosts", HostList)
@@ -141,11 +163,15 @@ class Client:
             query["provider"] = provider
         return self._get("/requests", RequestList, query)
 
-    def history(self, limit: int, after: int | None = None) -> HistoryList:
-        """Supply facts of the controller's durable log."""
+    def history(self, limit: int, after: int | None = None,
+                renewals: bool = False) -> HistoryList:
+        """Supply facts of the controller's durable log (lease renewals with
+        `renewals`)."""
         query = {"limit": str(limit)}
         if after is not None:
             query["after"] = str(after)
+        if renewals:
+            query["all"] = "1"
         return self._get("/history", HistoryList, query)
 
     def catalog(self) -> CatalogInfo:
@@ -258,25 +284,44 @@ class Failure(click.ClickException):
         click.echo(f"xce: {self.format_message()}", file=file, err=True)
 
 
-def with_client(command: Callable[..., R]) -> Callable[..., R]:
-    """Give a click command `--controller` and `--token-file`; it receives a connected
-    `Client` as its first argument. A ClientError ends it with `xce: <message>`."""
-
-    @click.option(
-        "--controller",
-        metavar="URL",
-        help=f"The controller [default: $XCE_CONTROLLER, else {DEFAULT_CONTROLLER}].",
-    )
-    @click.option(
+def connection_options(command: Callable[..., R]) -> Callable[..., R]:
+    """`--controller URL` and `--token-file FILE` (passed as `controller`, `token_file`)."""
+    command = click.option(
         "--token-file",
         type=click.Path(dir_okay=False),
         help="File holding your token [default: $XCE_TOKEN, else $XCE_TOKEN_FILE, "
         f"else {DEFAULT_TOKEN_FILE}].",
-    )
+    )(command)
+    return click.option(
+        "--controller",
+        metavar="URL",
+        help=f"The controller [default: $XCE_CONTROLLER, else {DEFAULT_CONTROLLER}].",
+    )(command)
+
+
+_CONNECTION = "xce.connection"  # click's context meta: the options given before the command
+
+
+def remember_connection(ctx: click.Context, controller: str | None,
+                        token_file: str | None) -> None:
+    """The connection options given before the command (`xce --token-file F kill 8`),
+    for the command's own to fall back on."""
+    ctx.meta[_CONNECTION] = (controller, token_file)
+
+
+def with_client(command: Callable[..., R]) -> Callable[..., R]:
+    """Give a click command `--controller` and `--token-file` (else those given before
+    the command); it receives a connected `Client` as its first argument. A ClientError
+    ends it with `xce: <message>`."""
+
+    @connection_options
     @functools.wraps(command)
     def run(*args: Any, controller: str | None, token_file: str | None, **kwargs: Any) -> R:
+        context = click.get_current_context(silent=True)
+        before = context.meta.get(_CONNECTION, (None, None)) if context else (None, None)
         try:
-            client = Client(controller_url(controller), read_token(token_file))
+            client = Client(controller_url(controller or before[0]),
+                            read_token(token_file or before[1]))
             return command(client, *args, **kwargs)
         except ClientError as err:
             raise Failure(err.message) from err

@@ -12,13 +12,24 @@ import os
 import shlex
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 import msgspec
 
 from xce.cli.client import Client, ClientError, session_demand, session_idle, with_client
 from xce.cli.gpu_option import gpu_option
+from xce.cli.job_refs import (
+    ARRAY_COLUMNS,
+    JOB_REF,
+    JobRef,
+    array_rows,
+    lookup,
+    ref_text,
+    shown_id,
+    shown_name,
+    target,
+)
 from xce.cli.runlimit import limit_text, run_limit_option
 from xce.model.api import (
     ExpectRequest,
@@ -76,7 +87,7 @@ def exec_host_parts(hosts: dict[str, int]) -> list[str]:
 
 def job_name(job: JobInfo, wide: bool) -> str:
     """The job name (by default the command line), shortened like LSF unless `wide`."""
-    name = job.name or shlex.join(job.command)
+    name = shown_name(job) or shlex.join(job.command)
     if wide or len(name) <= JOB_NAME_WIDTH:
         return name
     return "*" + name[-(JOB_NAME_WIDTH - 1):]
@@ -93,7 +104,7 @@ JOB_COLUMNS = ("JOBID", "USER", "STAT", "QUEUE", "EXEC_HOST", "JOB_NAME", "SUBMI
 def jobs_lines(jobs: Sequence[JobInfo], wide: bool = False, reasons: bool = False) -> list[str]:
     """The bjobs table; with `reasons`, each pending job's reason under its line."""
     header, *rows = table(JOB_COLUMNS, [
-        [str(job.id), job.user, job.state, job.queue, ":".join(exec_host_parts(job.exec_hosts)),
+        [shown_id(job), job.user, job.state, job.queue, ":".join(exec_host_parts(job.exec_hosts)),
          job_name(job, wide), short_time(job.submit_time)]
         for job in jobs
     ])
@@ -106,24 +117,32 @@ def jobs_lines(jobs: Sequence[JobInfo], wide: bool = False, reasons: bool = Fals
 
 
 def _ending(job: JobInfo) -> str:
-    """`Done successfully.`, `Exited with exit code 1.`, `Exited by signal 15: killed.`"""
-    if job.state == "DONE":
+    return ending_text(job.state, job.exit_code, job.signal, job.exit_reason, job.failure)
+
+
+def ending_text(state: str, exit_code: int | None, signal: int | None, reason: str,
+                failure: str = "") -> str:
+    """`Done successfully.`, `Exited with exit code 1.`, `Exited by signal 15: killed.`;
+    a job that failed on its host says why: `Exited: unknown user 'bob' on n01 (...).`
+    (it could not start: its 127 is not the command's), `Exited by signal 11: SIGSEGV
+    (Segmentation fault) on n01.`"""
+    if state == "DONE":
         ending = "Done successfully"
-    elif job.signal is not None:
-        ending = f"Exited by signal {job.signal}"
-    elif job.exit_code is not None:
-        ending = f"Exited with exit code {job.exit_code}"
+    elif signal is not None:
+        ending = f"Exited by signal {signal}"
+    elif exit_code is not None and not failure:
+        ending = f"Exited with exit code {exit_code}"
     else:
-        ending = "Exited"  # ended before it started
-    reason = job.exit_reason.rstrip(".")
-    return f"{ending}: {reason}." if reason else f"{ending}."
+        ending = "Exited"  # ended before it started, or could not start
+    why = "; ".join(text.rstrip(".") for text in (reason, failure) if text)
+    return f"{ending}: {why}." if why else f"{ending}."
 
 
 def job_long(job: JobInfo) -> list[str]:
     """One job as bjobs -l shows it: who and what, then dated events, then why it pends."""
-    head = [f"Job <{job.id}>"]
+    head = [f"Job <{shown_id(job)}>"]
     if job.name:
-        head.append(f"Job Name <{job.name}>")
+        head.append(f"Job Name <{shown_name(job)}>")
     head += [f"User <{job.user}>", f"Status <{job.state}>", f"Queue <{job.queue}>",
              f"Command <{shlex.join(job.command)}>"]
     submitted = ["Submitted"]
@@ -136,6 +155,8 @@ def job_long(job: JobInfo) -> list[str]:
     submitted.append(f"{job.n} Task(s) Requested")
     if job.res:
         submitted.append(f"Requested Resources <{job.res}>")
+    if job.depend:
+        submitted.append(f"Dependency Condition <{job.depend}>")
     lines = [", ".join(head), f"{long_time(job.submit_time)}: {', '.join(submitted)};"]
     if job.run_limit is not None:  # as bjobs -l: after the submission
         lines += ["", f" RUNLIMIT {limit_text(job.run_limit)}", ""]
@@ -332,7 +353,7 @@ def _echo_json(answer: msgspec.Struct) -> None:
     click.echo(msgspec.json.encode(answer).decode())
 
 
-def _for_job(job: int, action: Callable[[int], T]) -> T | None:
+def _for_job(job: int | JobRef, action: Callable[[Any], T]) -> T | None:
     """`action(job)`, or None after printing the controller's refusal (which names the
     job, as LSF's messages do). An unreachable controller or a refused token ends the
     command: the next job would fail the same way."""
@@ -341,8 +362,10 @@ def _for_job(job: int, action: Callable[[int], T]) -> T | None:
     except ClientError as err:
         if err.status in (None, 401):
             raise
-        named = err.message.startswith(f"Job <{job}>")
-        click.echo(f"xce: {err.message if named else f'Job <{job}>: {err.message}'}", err=True)
+        shown = ref_text(job) if isinstance(job, tuple) else str(job)
+        named = err.message.startswith(f"Job <{shown}>")
+        click.echo(f"xce: {err.message if named else f'Job <{shown}>: {err.message}'}",
+                   err=True)
         return None
 
 
@@ -359,9 +382,17 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
               help='Resource requirement, e.g. "select[mem>4000] span[hosts=1]".')
 @click.option("-q", "queue", default="", metavar="QUEUE",
               help="Queue [default: the first configured queue].")
-@click.option("-J", "name", default="", metavar="NAME", help="Job name.")
+@click.option("-J", "name", default="", metavar="NAME",
+              help='Job name; "NAME[1-100:2,200]%N" submits a job array (%N: at most N '
+              "elements run at once).")
+@click.option("-w", "depend", default="", metavar="EXPR",
+              help='Dependency condition, e.g. "done(12) && (exit(13) || ended(arr))": the '
+              "job pends until it holds.")
+@click.option("-ti", "end_orphan", is_flag=True,
+              help="End the job once its dependency condition can never be satisfied.")
 @click.option("-o", "output", default="", metavar="FILE",
-              help="Standard output file on the execution host (%J: the job id).")
+              help="Standard output file on the execution host (%J: the job id, %I: the "
+              "array index).")
 @click.option("-e", "error", default="", metavar="FILE",
               help="Standard error file [default: with the standard output].")
 @click.option("-H", "hold", is_flag=True, help="Hold the job: it pends in PSUSP.")
@@ -377,8 +408,9 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
               help="Submit as USER (admins only).")
 @with_client
 def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue: str,
-           name: str, output: str, error: str, hold: bool, run_limit: float | None,
-           gpu: GpuRequest | None, cwd: str | None, user: str) -> None:
+           name: str, depend: str, end_orphan: bool, output: str, error: str, hold: bool,
+           run_limit: float | None, gpu: GpuRequest | None, cwd: str | None,
+           user: str) -> None:
     """Submit COMMAND as a job, like bsub.
 
     The job runs in the current directory with the current environment (except
@@ -393,7 +425,8 @@ def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue
         output=output, error=error, hold=hold, user=user, run_limit=run_limit,
         gpus=gpu.num if gpu is not None else 0,
         gpu_mode=gpu.mode if gpu is not None else "shared",
-        gpu_exclusive=gpu is not None and gpu.exclusive,
+        gpu_exclusive=gpu is not None and gpu.exclusive, depend=depend,
+        end_orphan=end_orphan,
     )
     submitted = client.submit(request)
     click.echo(f"Job <{submitted.job}> is submitted to queue <{submitted.queue}>.")
@@ -413,7 +446,7 @@ def _nothing_found(selected: Sequence[str]) -> str:
 
 
 @click.command("jobs")
-@click.argument("job_ids", metavar="[JOBID]...", nargs=-1, type=int)
+@click.argument("job_ids", metavar="[JOBID]...", nargs=-1, type=JOB_REF)
 @click.option("-u", "user", metavar="USER|all",
               help="Jobs of USER, or of all users [default: yours; all for an admin].")
 @click.option("-p", "pending", is_flag=True, help="Pending jobs, each with its pending reason.")
@@ -422,11 +455,13 @@ def _nothing_found(selected: Sequence[str]) -> str:
 @click.option("-a", "every", is_flag=True, help="Jobs in every state.")
 @click.option("-l", "long", is_flag=True, help="Long format: one block per job.")
 @click.option("-w", "wide", is_flag=True, help="Wide format: job names in full.")
+@click.option("-A", "arrays", is_flag=True,
+              help="Job arrays: one line each, its elements counted by state.")
 @JSON_OPTION
 @with_client
-def jobs(client: Client, job_ids: tuple[int, ...], user: str | None, pending: bool,
+def jobs(client: Client, job_ids: tuple[JobRef, ...], user: str | None, pending: bool,
          running: bool, finished: bool, every: bool, long: bool, wide: bool,
-         as_json: bool) -> None:
+         arrays: bool, as_json: bool) -> None:
     """Show jobs, like bjobs: by default your unfinished (pending and running) jobs;
     -d recently finished ones, -a all. With JOBIDs, those jobs (-u is then ignored)."""
     selected = ["all"] if every else [
@@ -434,9 +469,12 @@ def jobs(client: Client, job_ids: tuple[int, ...], user: str | None, pending: bo
         if chosen
     ]
     failed = False
+    if arrays and not selected:
+        selected, every = ["all"], True  # (an array's elements in every state count)
     if job_ids:
-        found = [job for job in (_for_job(i, client.job) for i in job_ids) if job is not None]
-        failed = len(found) < len(job_ids)
+        named = [_for_job(ref, lambda r: lookup(client, r)) for ref in job_ids]
+        found = [job for jobs in named if jobs is not None for job in jobs]
+        failed = any(jobs is None for jobs in named)
         if selected and not every:
             wanted = {state for name in selected for state in STATE_FILTERS[name]}
             found = [job for job in found if job.state in wanted]
@@ -444,7 +482,14 @@ def jobs(client: Client, job_ids: tuple[int, ...], user: str | None, pending: bo
         states: list[str | None] = [*selected] or ["unfinished"]  # bjobs: unfinished jobs
         found = [job for state in states for job in client.jobs(user, state).jobs]
     context = click.get_current_context()
-    if as_json:
+    if arrays and not as_json:
+        rows = array_rows(found)
+        if rows:
+            _echo_lines(table(ARRAY_COLUMNS, rows, ARRAY_COLUMNS[3:]))
+        elif not failed:
+            click.echo("No job array found", err=True)
+            context.exit(255)
+    elif as_json:
         _echo_json(JobList(jobs=found))
     elif found and long:
         _echo_lines([line for i, job in enumerate(found)
@@ -459,21 +504,24 @@ def jobs(client: Client, job_ids: tuple[int, ...], user: str | None, pending: bo
 
 
 @click.command()
-@click.argument("job_ids", metavar="JOBID...", nargs=-1, type=int, required=True)
+@click.argument("job_ids", metavar="JOBID...", nargs=-1, type=JOB_REF, required=True)
 @with_client
-def kill(client: Client, job_ids: tuple[int, ...]) -> None:
-    """Kill jobs, like bkill: a pending job ends at once, a running one is signalled."""
-    _each_job(job_ids, client.kill, "is being terminated")
+def kill(client: Client, job_ids: tuple[JobRef, ...]) -> None:
+    """Kill jobs, like bkill: a pending job ends at once, a running one is signalled.
+    A job array's id kills every element; ID[INDEX] one element."""
+    _each_job(job_ids, lambda ref: client.kill(target(client, ref)), "is being terminated")
 
 
-def _each_job(job_ids: tuple[int, ...], act: Callable[[int], object], done: str) -> None:
+def _each_job(job_ids: Sequence[int | JobRef], act: Callable[[Any], object],
+              done: str) -> None:
     """Act on each job in turn; report each; exit 1 at the end if any failed."""
     failed = False
     for job in job_ids:
         if _for_job(job, act) is None:
             failed = True
         else:
-            click.echo(f"Job <{job}> {done}")
+            shown = ref_text(job) if isinstance(job, tuple) else str(job)
+            click.echo(f"Job <{shown}> {done}")
     if failed:
         click.get_current_context().exit(1)
 

@@ -168,7 +168,8 @@ class Demo:
 @click.option("--timeout", type=float, default=150.0, show_default=True)
 @click.option("--keep", is_flag=True, help="Keep the temporary directory (logs, state).")
 def demo(jobs: int, seconds: float, idle: float, timeout: float, keep: bool) -> None:
-    """The elastic loop end to end on this machine (about a minute)."""
+    """The elastic loop end to end on this machine (about 20 seconds; --seconds and
+    --idle stretch it)."""
     console = Console()
     with ExitStack() as stack:
         root = Path(tempfile.mkdtemp(prefix="xce-demo-"))

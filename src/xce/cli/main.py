@@ -6,9 +6,11 @@ import click
 
 from xce import __version__
 from xce.cli.agent_cmd import agent
+from xce.cli.client import connection_options, remember_connection
 from xce.cli.client_cmds import CLIENT_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
 from xce.cli.demo_cmd import demo
+from xce.cli.job_cmds import JOB_COMMANDS
 from xce.cli.provisioner_cmd import provisioner
 from xce.cli.requests_cmd import history, requests
 from xce.cli.sched_cmd import sched
@@ -19,8 +21,17 @@ from xce.license.command import license_pool
 
 @click.group()
 @click.version_option(__version__)
-def main() -> None:
-    """XCE: a batch workload manager with elastic supply."""
+@connection_options
+@click.pass_context
+def main(ctx: click.Context, controller: str | None, token_file: str | None) -> None:
+    """XCE: a batch workload manager with elastic supply.
+
+    \b
+    The commands that talk to the controller take --controller and --token-file
+    after the command or before it (given after it, they win):
+      xce --token-file F kill 8
+    """
+    remember_connection(ctx, controller, token_file)
 
 
 main.add_command(sched)
@@ -30,7 +41,7 @@ main.add_command(controller)
 main.add_command(agent)
 main.add_command(provisioner)
 main.add_command(demo)
-for command in CLIENT_COMMANDS:
+for command in (*CLIENT_COMMANDS, *JOB_COMMANDS):
     main.add_command(command)
 main.add_command(resources)
 main.add_command(requests)

@@ -36,7 +36,21 @@ def _pool(text: str) -> tuple[str, float]:
         raise click.BadParameter(f"{text}: expected POOL=SIZE, e.g. vcs=4") from None
 
 
-STATUS_FILE = "status.json"
+STATUS_FILE = "status.json"  # read too: what an instance wrote before status files had names
+
+
+def status_file(work_dir: str, name: str) -> Path:
+    """Where instance `name` writes its status: its own file, since instances of one
+    local provider share their --work directory (the provider's inventory)."""
+    return Path(work_dir) / f"status-{name.replace('/', '_')}.json"
+
+
+def status_files(work_dir: str, name: str | None) -> list[Path]:
+    """The status files of `work_dir`: instance `name`'s, else every instance's."""
+    if name is not None:
+        return [status_file(work_dir, name)]
+    return sorted(p for p in Path(work_dir).glob("status*.json")
+                  if p.name == STATUS_FILE or p.name.startswith("status-"))
 
 
 @click.group("provisioner", invoke_without_command=True)
@@ -50,18 +64,23 @@ def provisioner(ctx: click.Context) -> None:
 @provisioner.command("status")
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, exists=True),
               required=True, help="The instance's --work directory.")
-@click.option("--json", "as_json", is_flag=True)
-def status(work_dir: str, as_json: bool) -> None:
+@click.option("--name", default=None,
+              help="The instance's --name (default: every instance of --work).")
+@click.option("--json", "as_json", is_flag=True,
+              help="The status as JSON (one object per line, one per instance).")
+def status(work_dir: str, name: str | None, as_json: bool) -> None:
     """Leases held, hosts requested, the open requests with the jobs each was made
-    for, and the recent decisions with their reasons."""
-    path = Path(work_dir) / STATUS_FILE
-    if not path.exists():
-        raise click.ClickException(f"{path}: no status yet (is the provisioner running?)")
-    shown = msgspec.json.decode(path.read_bytes(), type=Status)
+    for, and the recent decisions with their reasons: of each instance that runs with
+    --work (instances of the local provider share it), or of --name's."""
+    found = [path for path in status_files(work_dir, name) if path.exists()]
+    if not found:
+        where = status_file(work_dir, name) if name is not None else Path(work_dir)
+        raise click.ClickException(f"{where}: no status yet (is the provisioner running?)")
+    shown = [msgspec.json.decode(path.read_bytes(), type=Status) for path in found]
     if as_json:
-        click.echo(msgspec.json.encode(shown).decode())
+        click.echo("\n".join(msgspec.json.encode(one).decode() for one in shown))
         return
-    click.echo("\n".join(status_lines(shown)))
+    click.echo("\n\n".join("\n".join(status_lines(one)) for one in shown))
 
 
 def status_lines(shown: Status) -> list[str]:
@@ -140,7 +159,7 @@ def run(controller: str, token_file: str, config_path: str, work_dir: str,
     me = name or f"{socket.gethostname()}:{os.getpid()}"
     token = Path(token_file).read_text().strip()
     daemon = Provisioner(controller, token, me, config, providers, lease_ttl,
-                         status_file=Path(work_dir) / STATUS_FILE,
+                         status_file=status_file(work_dir, me),
                          orphan_grace=orphan_grace, join_deadline=join_deadline)
     asyncio.run(_serve(daemon, interval))
 

@@ -79,13 +79,17 @@ def history_lines(answer: HistoryList) -> list[str]:
               help="The last N facts (0: all those found).")
 @click.option("--after", type=click.IntRange(0, 2**62), default=None,
               help="Facts after this sequence number (default: the recent ones).")
+@click.option("--all", "renewals", is_flag=True,
+              help="Also the lease renewals (a provisioner renews its lease every round).")
 @JSON_OPTION
 @with_client
-def history(client: Client, limit: int, after: int | None, as_json: bool) -> None:
+def history(client: Client, limit: int, after: int | None, renewals: bool,
+            as_json: bool) -> None:
     """Show the controller's durable history of supply (like badmin hist): hosts
     expected, joined, closed, decommissioned and removed; provisioning requests and
-    instances; leases; borrowed tokens; the runtime catalog; each with its reason."""
-    answer = client.history(limit, after)
+    instances; leases taken and released (renewals with --all); borrowed tokens; the
+    runtime catalog; each with its reason."""
+    answer = client.history(limit, after, renewals)
     if as_json:
         _echo_json(answer)
     else:

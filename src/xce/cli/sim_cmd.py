@@ -13,6 +13,7 @@ import msgspec
 from xce.config import ConfigError, load_config
 from xce.model.cluster import ClusterConfig
 from xce.model.recording import Recorder, RecordingError
+from xce.resreq import ResReqError, parse, validate
 from xce.sim.driver import Simulator
 from xce.sim.replay import replay as replay_recording
 from xce.sim.sizing import sized_cluster
@@ -111,6 +112,20 @@ def _simulator(config: ClusterConfig, workload: Workload, kinds: ProviderKinds |
                      host_providers=kinds.host_providers(), reasons=reasons)
 
 
+def _check_requirements(config: ClusterConfig, workload: Workload, path: str) -> None:
+    """Every requirement string of the workload names resources the cluster has (its
+    syntax was checked when it was read): `WORKLOAD: job 4: requirement error at
+    column 8: unknown resource 'foo'`, before anything runs."""
+    seen: set[str] = set()
+    for job in workload.jobs:
+        if job.res and job.res not in seen:
+            seen.add(job.res)
+            try:
+                validate(parse(job.res), config.resources)
+            except ResReqError as err:
+                raise click.ClickException(f"{path}: job {job.id}: {err}") from None
+
+
 providers_option = click.option(
     "--providers", "providers_path", type=click.Path(exists=True, dir_okay=False),
     help="A providers file (hostProviders.json shape): simulate its providers as their "
@@ -162,6 +177,7 @@ def run(cluster: str | None, workload_path: str, start: float | None, end: float
     config = _plan_options(_cluster(cluster, workload, elastic), reserve_depth, backfill,
                            enforce_limits)
     kinds = _provider_kinds(cluster, config, providers_path)
+    _check_requirements(config, workload, workload_path)
     recorder = Recorder(record) if record else None
     simulator = _simulator(config, workload, kinds, seed, recorder, reasons=False)
     settle_heap()
@@ -199,17 +215,13 @@ def _show_summary(summary: dict[str, object]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from xce.sim.summary_text import format_value
+
     table = Table(title="Simulation summary", title_justify="left")
     table.add_column("METRIC")
     table.add_column("VALUE", justify="right")
     for key, value in summary.items():
-        if isinstance(value, float):
-            shown = f"{value:,.3f}"
-        elif isinstance(value, dict):
-            shown = ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
-        else:
-            shown = str(value)
-        table.add_row(key, shown)
+        table.add_row(key, format_value(value, key))
     Console().print(table)
 
 
@@ -245,6 +257,7 @@ def repl(cluster: str | None, workload_path: str, start: float | None, end: floa
     config = _plan_options(_cluster(cluster, workload, elastic), reserve_depth, backfill,
                            enforce_limits)
     kinds = _provider_kinds(cluster, config, providers_path)
+    _check_requirements(config, workload, workload_path)
     status = run_repl(_simulator(config, workload, kinds, seed))
     if status:
         sys.exit(status)

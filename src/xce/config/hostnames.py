@@ -1,8 +1,11 @@
-"""Host name ranges: `n[01-10]`, `n[1-3,7]`, `rack[1-2]n[01-02]`."""
+"""Host name ranges: `n[01-10]`, `n[1-3,7]`, `rack[1-2]n[01-02]`, expanded into names
+and names folded back into them."""
 
 from __future__ import annotations
 
 import itertools
+import re
+from collections.abc import Iterable
 
 MAX_NAMES = 100_000
 
@@ -93,3 +96,47 @@ def _group_names(group: _Group) -> list[str]:
     return [
         f"{number:0{width}d}" for first, last, width in group for number in range(first, last + 1)
     ]
+
+
+_NUMBERED = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$")
+
+
+def fold_hostnames(names: Iterable[str]) -> list[str]:
+    """Host names folded into patterns, the inverse of `expand_hostnames`:
+    n011 n012 n013 n014 n020 -> `n[011-014,020]`. Names that differ only in one run of
+    digits of the same width fold together (in the order each group first appears);
+    a name alone, or without digits, stays as it is."""
+    groups: dict[tuple[str, str, int], list[int]] = {}
+    order: list[tuple[str, str, int] | str] = []
+    for name in names:
+        match = _NUMBERED.match(name)
+        if match is None:
+            order.append(name)
+            continue
+        prefix, digits, suffix = match.groups()
+        key = (prefix, suffix, len(digits))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(int(digits))
+    folded: list[str] = []
+    for item in order:
+        if isinstance(item, str):
+            folded.append(item)
+            continue
+        prefix, suffix, width = item
+        numbers = sorted(set(groups[item]))
+        if len(numbers) == 1:
+            folded.append(f"{prefix}{numbers[0]:0{width}d}{suffix}")
+            continue
+        runs: list[str] = []
+        start = prev = numbers[0]
+        for number in [*numbers[1:], None]:
+            if number is not None and number == prev + 1:
+                prev = number
+                continue
+            runs.append(f"{start:0{width}d}" + (f"-{prev:0{width}d}" if prev != start else ""))
+            if number is not None:
+                start = prev = number
+        folded.append(f"{prefix}[{','.join(runs)}]{suffix}")
+    return folded

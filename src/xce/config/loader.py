@@ -24,6 +24,8 @@ TOP_LEVEL_KEYS = (
     "queues",
     "limits",
     "reserve_depth",
+    "max_job_array_size",
+    "orphan_job_term_timeout",
     "catalog",
     "policy",
     "simulation",
@@ -51,6 +53,8 @@ def build_config(
     name = top.text("cluster", defaults.cluster)
     interval = top.number("session_interval", defaults.session_interval, positive=True)
     reserve_depth = top.integer("reserve_depth", defaults.reserve_depth, minimum=0)
+    max_array = top.integer("max_job_array_size", defaults.max_job_array_size, minimum=1)
+    orphan_timeout = top.optional_number("orphan_job_term_timeout", minimum=0)
 
     resources: dict[str, ResourceDef] = {}
     if (section := top.section("resources")) is not None:
@@ -77,6 +81,8 @@ def build_config(
         queues=queues,
         limits=limits,
         reserve_depth=reserve_depth,
+        max_job_array_size=max_array,
+        orphan_job_term_timeout=orphan_timeout,
         catalog=catalog,
         policy=read_policy(top.get("policy"), top.value_place("policy"), catalog),
         simulation=read_simulation(top.get("simulation"), top.value_place("simulation"), catalog),

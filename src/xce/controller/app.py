@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 from aiohttp import web
 
-from xce.controller import history, supply
+from xce.controller import history, job_life, supply
 from xce.controller.auth import Identity, TokenStore
 from xce.controller.core import Controller
 from xce.controller.journal import JournalFailed
@@ -209,6 +209,8 @@ def job_info(ctl: Controller, job: JobRecord) -> JobInfo:
         run_limit=ctl.jobs.run_limit(spec),
         expected_start=reserved.start if reserved is not None else None,
         reserved_hosts=dict(reserved.hosts) if reserved is not None else {},
+        failure=job.failure, cpu_time=job.cpu_time,
+        array=spec.array, index=spec.index, depend=spec.depend,
     )
 
 
@@ -238,12 +240,21 @@ async def list_jobs(request: web.Request) -> web.Response:
         raise ApiProblem(400, "limit must be a whole number")
     jobs = []
     pool = ctl.view.jobs if user == "all" else ctl.view.by_user.get(user, {})
+    if "array" in request.query:  # the elements of one job array (whoever's)
+        pool = _array_elements(ctl, request.query["array"])
     for job in pool.values():
         if states is None or job.state in states:
             jobs.append(job_info(ctl, job))
             if limit and len(jobs) >= limit:
                 break
     return reply(JobList(jobs))
+
+
+def _array_elements(ctl: Controller, array: str) -> dict[int, JobRecord]:
+    """`GET /jobs?array=ID`: the elements of job array ID, by id."""
+    if not array.isdigit() or len(array) > 18:
+        raise ApiProblem(400, "array must be a job array's id")
+    return {job: ctl.view.jobs[job] for job in ctl.view.arrays.get(int(array), {})}
 
 
 async def get_job(request: web.Request) -> web.Response:
@@ -254,8 +265,9 @@ async def get_job(request: web.Request) -> web.Response:
 
 async def kill_job(request: web.Request) -> web.Response:
     who = caller(request, USERS)
-    job = await request.app[CONTROLLER].kill(who, job_id_of(request))
-    return reply(KillResult(job.spec.id, job.state))
+    job_id = job_id_of(request)  # (a job array's id: every element is killed)
+    job = await request.app[CONTROLLER].kill(who, job_id)
+    return reply(KillResult(job_id, job.state))
 
 
 async def stop_job(request: web.Request) -> web.Response:
@@ -268,6 +280,25 @@ async def resume_job(request: web.Request) -> web.Response:
     who = caller(request, USERS)
     ctl = request.app[CONTROLLER]
     return reply(job_info(ctl, await ctl.hold(who, job_id_of(request), False)))
+
+
+# ---------------------------------------------------------------- a job's output, life, accounting
+async def peek_job(request: web.Request) -> web.Response:
+    """The output so far of a running job, from its host (owner, admin): bpeek."""
+    who = caller(request, USERS)
+    return reply(await request.app[CONTROLLER].peek(who, job_id_of(request)))
+
+
+async def job_history(request: web.Request) -> web.Response:
+    """A job's life from the durable log: bhist."""
+    caller(request, READERS)
+    return reply(await job_life.history(request.app[CONTROLLER], job_id_of(request)))
+
+
+async def get_acct(request: web.Request) -> web.Response:
+    """Accounting of the jobs that ended in a window, per user and queue: bacct."""
+    who = caller(request, READERS)
+    return reply(await job_life.acct(request.app[CONTROLLER], who, request.query))
 
 
 # ---------------------------------------------------------------- hosts, queues, supply
@@ -391,8 +422,8 @@ async def make_request(request: web.Request) -> web.Response:
 
 
 async def get_history(request: web.Request) -> web.Response:
-    """`?after=SEQ&limit=N`: supply facts after SEQ (default: among the last facts),
-    the last N of them (default 100)."""
+    """`?after=SEQ&limit=N&all=1`: supply facts after SEQ (default: among the last
+    facts), the last N of them (default 100); lease renewals only with all=1."""
     caller(request, READERS)
     ctl = request.app[CONTROLLER]
     try:
@@ -405,8 +436,11 @@ async def get_history(request: web.Request) -> web.Response:
     assert ctl.journal is not None
     start = after if after is not None else max(0, ctl.journal.queued_seq - history.SCAN)
 
+    renewals = request.query.get("all") in ("1", "true", "yes")
+
     def read() -> list[HistoryEntry]:
-        return history.entries(itertools.islice(ctl.store.read(start), history.SCAN), limit)
+        return history.entries(itertools.islice(ctl.store.read(start), history.SCAN), limit,
+                               renewals)
 
     found = await asyncio.get_running_loop().run_in_executor(None, read)
     return reply(HistoryList(found))
@@ -587,6 +621,9 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", r"/jobs/{job:\d{1,18}}/kill", kill_job),
     ("POST", r"/jobs/{job:\d{1,18}}/stop", stop_job),
     ("POST", r"/jobs/{job:\d{1,18}}/resume", resume_job),
+    ("GET", r"/jobs/{job:\d{1,18}}/peek", peek_job),
+    ("GET", r"/jobs/{job:\d{1,18}}/history", job_history),
+    ("GET", "/acct", get_acct),
     ("GET", "/hosts", list_hosts),
     ("POST", "/hosts/expected", expect_host),
     ("POST", "/hosts/{host}/close", close_host),

@@ -15,18 +15,28 @@ from __future__ import annotations
 import time as wallclock
 from collections.abc import Sequence
 
+import msgspec
+
 from xce.controller.auth import Identity
 from xce.controller.fencing import Fencing
 from xce.controller.hosts import HostDesk, in_flight_drift
 from xce.controller.jobs import JobDesk
 from xce.controller.kernel import Clock, FactKernel, Settings
 from xce.controller.leases import Lease
+from xce.controller.peek import PeekDesk
 from xce.controller.records import InstanceRecord, RequestRecord
 from xce.controller.requests import RequestDesk
 from xce.controller.sessions import SessionRunner
 from xce.controller.store import Store
 from xce.controller.view import ExpectedHost, JobRecord
-from xce.model.api import Heartbeat, HeartbeatReply, Registered, RegisterRequest, SubmitRequest
+from xce.model.api import (
+    Heartbeat,
+    HeartbeatReply,
+    JobOutput,
+    Registered,
+    RegisterRequest,
+    SubmitRequest,
+)
 from xce.model.cluster import ClusterConfig
 from xce.model.events import ConfigLoaded, HostStateChanged
 from xce.model.recording import Recorder
@@ -52,6 +62,7 @@ class Controller(FactKernel):
         self.hosts = HostDesk(self, self.fencing, self.jobs)
         self.requests = RequestDesk(self, self.hosts, self.fencing)
         self.sessions = SessionRunner(self, self.hosts)
+        self.peeks = PeekDesk(self, self.jobs)
 
     async def start(self) -> None:
         """Recover from the log, then log the configuration if it is new or changed, and
@@ -120,7 +131,15 @@ class Controller(FactKernel):
         return await self.hosts.register(name, request)
 
     async def heartbeat(self, name: str, beat: Heartbeat) -> HeartbeatReply:
-        return await self.hosts.heartbeat(name, beat)
+        """The host's heartbeat; the reply also asks for the output of its jobs that
+        someone waits to peek at (after taking the outputs it sent)."""
+        reply = await self.hosts.heartbeat(name, beat)
+        self.peeks.answered(name, beat.output)
+        wanted = self.peeks.wanted(name)
+        return msgspec.structs.replace(reply, peek=wanted) if wanted else reply
+
+    async def peek(self, who: Identity, job_id: int) -> JobOutput:
+        return await self.peeks.peek(who, job_id)
 
     # ------------------------------------------------------------------ leases
     async def lease(self, who: Identity, provider: str, ttl: float) -> Lease:

@@ -80,11 +80,23 @@ def _for_jobs(jobs: tuple[int, ...], shown: int = 5) -> str:
     return f", for job(s) {', '.join(map(str, jobs[:shown]))}{more}"
 
 
-def entries(facts: Iterable[Fact], limit: int) -> list[HistoryEntry]:
-    """The last `limit` supply facts among `facts`, oldest first."""
+def entries(facts: Iterable[Fact], limit: int, renewals: bool = False) -> list[HistoryEntry]:
+    """The last `limit` supply facts among `facts`, oldest first; a lease renewed by
+    its holder (a LeaseGranted of the same holder and fencing token as the provider's
+    last one, every provisioner round) only with `renewals`."""
     found: list[HistoryEntry] = []
+    leases: dict[str, tuple[str, int]] = {}  # provider -> (holder, token) held
     for fact in facts:
-        text = told(fact.event)
+        event = fact.event
+        if isinstance(event, LeaseGranted):
+            held = (event.holder, event.token)
+            renewed = leases.get(event.provider) == held
+            leases[event.provider] = held
+            if renewed and not renewals:
+                continue
+        elif isinstance(event, LeaseReleased):
+            leases.pop(event.provider, None)
+        text = told(event)
         if text is not None:
-            found.append(HistoryEntry(fact.seq, fact.time, type(fact.event).__name__, text))
+            found.append(HistoryEntry(fact.seq, fact.time, type(event).__name__, text))
     return found[-limit:] if limit else found

@@ -16,6 +16,9 @@ import hashlib
 import logging
 from collections.abc import Collection, Sequence
 
+import msgspec
+
+from xce.controller.accounting import Usage, failure_text
 from xce.controller.auth import Identity
 from xce.controller.fencing import Fencing
 from xce.controller.jobs import JobDesk
@@ -168,6 +171,7 @@ class HostDesk:
             pending.append(facts.emit(now, [self._back(host)]))
         ended: list[Event] = []
         reported = set()
+        usage: dict[int, Usage] = {}
         for report in beat.finished:
             reported.add(report.job)
             job = facts.view.jobs.get(report.job)
@@ -175,6 +179,7 @@ class HostDesk:
                 # Only a reason the agent may give (not free text into the log).
                 why = report.reason if report.reason == RUN_LIMIT_REACHED else ""
                 ended.append(JobFinished(report.job, now, report.exit_code, report.signal, why))
+                usage[report.job] = Usage(failure_text(report.failure), report.cpu_time)
         if beat.reclaim_at is not None and (notice := self._reclaim_notice(host, reported, now)):
             pending.append(facts.emit(now, notice))
         running = set(beat.running)
@@ -189,7 +194,7 @@ class HostDesk:
             elif job_id in self.launchable:
                 start.append(self._launch(facts.view.jobs[job_id], name))
         if ended:
-            pending.append(facts.emit(now, ended))
+            pending.append(facts.emit(now, ended, usage))
         for future in pending:
             await future
         kill = sorted(j for j in running if j not in host.jobs)
@@ -202,7 +207,7 @@ class HostDesk:
             run=next(iter(job.hosts)) == host, cwd=spec.cwd, env=dict(spec.env),
             output=spec.output, error=spec.error, name=spec.name, queue=spec.queue,
             run_limit=self.jobs.run_limit(spec), gpus=spec.gpus, gpu_mode=spec.gpu_mode,
-            gpu_exclusive=spec.gpu_exclusive,
+            gpu_exclusive=spec.gpu_exclusive, array=spec.array, index=spec.index,
         )
 
     def _reclaim_notice(self, host: HostView, reported: set[int], now: float) -> list[Event]:
@@ -227,6 +232,8 @@ class HostDesk:
             self.seen.discard((job.spec.id, host))
         self.launchable.discard(job.spec.id)
         ended = lost_job(self.facts.state, job.spec, now, why)
+        if isinstance(ended, JobRequeued):  # why, for `xce hist`
+            ended = msgspec.structs.replace(ended, reason=why)
         log.warning("job %d %s: %s", job.spec.id, why,
                     "requeued" if isinstance(ended, JobRequeued) else "exited")
         return [ended]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from xce.controller.arrays import kill_array, submit_array
 from xce.controller.auth import Identity
 from xce.controller.kernel import FactKernel
 from xce.controller.problems import ApiProblem
@@ -13,6 +14,7 @@ from xce.controller.view import FINISHED, PEND, PSUSP, RUN, JobRecord
 from xce.model.api import RUN_LIMIT_REACHED, SubmitRequest
 from xce.model.events import Event, JobFinished, JobHeld, JobKilled, JobSubmitted
 from xce.model.jobs import JobSpec
+from xce.resreq.arrays import is_array
 from xce.sched.admission import oversize
 from xce.sched.loss import LOST_EXIT_CODE
 from xce.sched.runlimit import run_limit
@@ -39,8 +41,11 @@ class JobDesk:
             hold=request.hold, command=list(request.command), cwd=request.cwd,
             env=dict(request.env), output=request.output, error=request.error,
             run_limit=request.run_limit, gpus=request.gpus, gpu_mode=request.gpu_mode,
-            gpu_exclusive=request.gpu_exclusive,
+            gpu_exclusive=request.gpu_exclusive, depend=request.depend,
+            end_orphan=request.end_orphan,
         )
+        if is_array(request.name):  # -J "name[1-10]%2" (controller/arrays.py)
+            return await submit_array(facts, spec)
         try:
             spec = facts.state.resolve(spec)
         except SubmitError as err:
@@ -67,7 +72,13 @@ class JobDesk:
             raise ApiProblem(403, f"Job <{job_id}>: not the owner of the job")
         return job
 
+    def owned(self, who: Identity, job_id: int) -> JobRecord:
+        """The job, if `who` may see its output (`xce peek`): its owner, or an admin."""
+        return self._owned(who, job_id)
+
     async def kill(self, who: Identity, job_id: int) -> JobRecord:
+        if job_id not in self.facts.view.jobs and job_id in self.facts.view.arrays:
+            return await kill_array(self.facts, who, job_id)  # every element
         job = self._owned(who, job_id)
         if job.state in FINISHED:
             raise ApiProblem(409, f"Job <{job_id}>: Job has already finished")

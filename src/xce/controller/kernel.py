@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import msgspec
 
+from xce.controller.accounting import Usage, accounted, ended_job
 from xce.controller.journal import Journal
 from xce.controller.leases import Lease, LeaseTable
 from xce.controller.records import InstanceRecord, RecordBook, RequestRecord
@@ -185,18 +186,23 @@ class FactKernel:
         self.leases.apply(event)
         self.records.apply(event)
 
-    def emit(self, time: float, events: Sequence[Event]) -> asyncio.Future[int]:
+    def emit(self, time: float, events: Sequence[Event],
+             usage: Mapping[int, Usage] | None = None) -> asyncio.Future[int]:
         """Apply `events` in memory and queue them to the log; the future resolves when
         they are durable. A host fact brings the record facts that follow from it
-        (records.py) into the same commit."""
+        (records.py) into the same commit, and a fact that ends a job its accounting
+        record (accounting.py; `usage`: what agents reported of the jobs' ends)."""
         assert self.journal is not None
         facts: list[Event] = []
         for event in events:
             self._apply(time, event)
             facts.append(event)
-            for derived in self.records.follow(event, time):
-                self._apply(time, derived)
-                facts.append(derived)
+            derived = list(self.records.follow(event, time))
+            if (job := ended_job(event)) is not None and job in self.view.jobs:
+                derived.append(accounted(self.view.jobs[job], time, (usage or {}).get(job)))
+            for fact in derived:
+                self._apply(time, fact)
+                facts.append(fact)
         return self.append(time, facts)
 
     async def commit(self, time: float, events: Sequence[Event]) -> int:

@@ -25,6 +25,8 @@ _PROVIDER = {"name": "provider", "in": "path", "required": True,
 _REQUEST = {"name": "request", "in": "path", "required": True,
             "schema": {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}}
 _ERRORS = (400, 401, 403, 404, 409)
+# beyond _ERRORS: a peek whose host does not answer in time
+_MORE_ERRORS = {"/jobs/{job}/peek": (504,)}
 
 # (method, path, summary, request body, answer, success status, path parameters, query)
 _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, Any]],
@@ -36,11 +38,24 @@ _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, An
             "type": "string",
             "enum": ["all", "pend", "run", "done", "exit", "unfinished", "finished"]}},
         {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+        {"name": "array", "in": "query",
+         "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"}},
     ]),
     ("get", "/jobs/{job}", "One job", None, api.JobInfo, 200, [_JOB], []),
     ("post", "/jobs/{job}/kill", "Kill a job", None, api.KillResult, 200, [_JOB], []),
     ("post", "/jobs/{job}/stop", "Hold a pending job", None, api.JobInfo, 200, [_JOB], []),
     ("post", "/jobs/{job}/resume", "Release a held job", None, api.JobInfo, 200, [_JOB], []),
+    ("get", "/jobs/{job}/peek", "The output so far of a running job (owner, admin)", None,
+     api.JobOutput, 200, [_JOB], []),
+    ("get", "/jobs/{job}/history", "A job's life from the durable log", None,
+     api.JobHistory, 200, [_JOB], []),
+    ("get", "/acct", "Accounting of the jobs that ended in a window, per user and queue",
+     None, api.AcctSummary, 200, [], [
+         {"name": "user", "in": "query", "schema": {"type": "string"}},
+         {"name": "queue", "in": "query", "schema": {"type": "string"}},
+         *({"name": key, "in": "query", "schema": {"type": "number", "minimum": 0,
+                                                   "maximum": 1e11}}
+           for key in ("since", "until"))]),
     ("get", "/hosts", "List hosts", None, api.HostList, 200, [], []),
     ("post", "/hosts/expected", "Add an expected host (admin, provisioner)", api.ExpectRequest,
      api.Expected, 201, [], []),
@@ -65,7 +80,8 @@ _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, An
          {"name": "after", "in": "query",
           "schema": {"type": "integer", "minimum": 0, "maximum": 2**62}},
          {"name": "limit", "in": "query",
-          "schema": {"type": "integer", "minimum": 0, "maximum": 10**9}}]),
+          "schema": {"type": "integer", "minimum": 0, "maximum": 10**9}},
+         {"name": "all", "in": "query", "schema": {"type": "string"}}]),
     ("get", "/requests/{request}", "One provisioning request", None, api.RequestInfo, 200,
      [_REQUEST], []),
     ("post", "/requests/{request}/accepted", "The provider started instances",
@@ -114,7 +130,8 @@ def openapi_document() -> dict[str, Any]:
             "responses": {
                 str(status): {"description": "OK",
                               "content": {"application/json": {"schema": ref[answer]}}},
-                **{str(code): {"description": "error", **error} for code in _ERRORS},
+                **{str(code): {"description": "error", **error}
+                   for code in (*_ERRORS, *_MORE_ERRORS.get(path, ()))},
             },
         }
         if body is not None:

@@ -28,6 +28,8 @@ from xce.model.events import (
 from xce.model.lifecycle import HostState
 from xce.model.result import Dispatch, Reservation, SessionResult
 from xce.sched import SchedulerState, run_session
+from xce.sched.loss import LOST_EXIT_CODE
+from xce.sched.reasons import ORPHAN_ENDED
 from xce.sched.state import SchedulerInputError
 
 log = logging.getLogger("xce.controller")
@@ -86,6 +88,15 @@ class SessionRunner:
         if started:
             durable = facts.append(now, started)
             self.hosts.launch_when_durable(durable, [e.job for e in started])
+        # Pending jobs whose dependency condition can never be satisfied, to end (-ti,
+        # orphan_job_term_timeout): EXIT, never run.
+        orphans = [JobFinished(job, now, LOST_EXIT_CODE, None, ORPHAN_ENDED)
+                   for job in result.orphans
+                   if job not in stale_jobs and job in facts.state.waiting]
+        if orphans:
+            log.info("session %d: %d job(s) ended: %s", self.count, len(orphans),
+                     ORPHAN_ENDED)
+            await facts.commit(now, orphans)
         await facts.snapshot_when_due()
         return result
 
@@ -97,6 +108,7 @@ class SessionRunner:
         return not (
             decision.job in stale_jobs
             or job is None
+            or decision.job not in self.facts.state.pending  # (a condition no longer met)
             or job.state != PEND
             or any(h in stale_hosts for h in decision.hosts)
             or any(self._host_state(h) != HostState.OK for h in decision.hosts)

@@ -9,7 +9,9 @@ as of some seq, compacted into the events that rebuild it (`xce.sched.rebuild.st
 `recover` applies the latest snapshot and then every scheduler event after it.
 
 Encoding: each fact body is the msgpack encoding of its event (msgspec, tagged by
-`event`); a snapshot body is the msgpack list of its events. The file is marked with
+`event`); a snapshot body is the msgpack list of its events. The jobs' accounting
+records (`JobAccounted` facts) are also written, in the same transaction, to a table of
+their own by end time and job (`accounting`, `job_accounting`). The file is marked with
 SQLite's `application_id`, so a foreign database is refused rather than written into.
 
 `GroupCommitter` lets concurrent threads share transactions: one fsync for every
@@ -18,6 +20,7 @@ submission that arrived while the previous commit was in flight.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -27,7 +30,7 @@ from typing import Protocol
 
 import msgspec
 
-from xce.model.events import Event, is_scheduler_event
+from xce.model.events import Event, JobAccounted, is_scheduler_event
 from xce.sched.rebuild import state_events
 from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
 
@@ -42,6 +45,15 @@ _SCHEMA = (
 # What a snapshot's owner keeps beside the scheduler state (the controller: recently
 # finished jobs); added after schema version 1 shipped, so made when missing.
 _EXTRA = "CREATE TABLE IF NOT EXISTS snapshot_extra (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)"
+# The jobs' accounting records (JobAccounted facts, also in `facts`), by end time and
+# job, for `xce acct` and `xce hist`; added later too, so made when missing (a log
+# written before has no such record).
+_ACCOUNTING = (
+    "CREATE TABLE IF NOT EXISTS accounting (seq INTEGER PRIMARY KEY, job INTEGER NOT NULL,"
+    " end_time REAL NOT NULL, user TEXT NOT NULL, body BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS accounting_end ON accounting (end_time)",
+    "CREATE INDEX IF NOT EXISTS accounting_job ON accounting (job)",
+)
 
 
 class StoreError(Exception):
@@ -81,6 +93,21 @@ class Store(Protocol):
     def snapshot_extra(self, seq: int) -> bytes: ...
 
     def latest_snapshot(self) -> tuple[int, list[Event]] | None: ...
+
+    def read_from_time(self, time: float) -> Iterator[Fact]:
+        """Facts from the first one that happened at `time` or later, in order."""
+        ...
+
+    def accounting(self, since: float | None = None, until: float | None = None,
+                   user: str | None = None) -> list[JobAccounted]:
+        """The accounting records of jobs that ended in [since, until) (None: open),
+        of `user` only when given, in log order."""
+        ...
+
+    def job_accounting(self, job: int) -> JobAccounted | None:
+        """The accounting record of `job` (None: it has not ended, or long ago in a
+        log written before accounting)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -132,7 +159,7 @@ class SqliteStore:
         if app_id == 0:  # a new, empty file
             db.execute("BEGIN IMMEDIATE")
             try:
-                for statement in (*_SCHEMA, _EXTRA):
+                for statement in (*_SCHEMA, _EXTRA, *_ACCOUNTING):
                     db.execute(statement)
                 db.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
@@ -147,7 +174,8 @@ class SqliteStore:
                 f"{self.path}: unsupported XCE store layout (schema version {version}, "
                 f"tables {sorted(tables)}; this version reads {SCHEMA_VERSION})"
             )
-        db.execute(_EXTRA)
+        for statement in (_EXTRA, *_ACCOUNTING):
+            db.execute(statement)
 
     # ------------------------------------------------------------------ writes
     def append(self, time: float, events: Sequence[Event]) -> int:
@@ -161,14 +189,20 @@ class SqliteStore:
             try:
                 seq = self._last_seq()
                 rows: list[tuple[int, float, bytes]] = []
+                accounts: list[tuple[int, int, float, str, bytes]] = []
                 ends: list[int] = []
                 for time, events in batches:
                     for event in events:
                         seq += 1
                         rows.append((seq, float(time), encode(event)))
+                        if isinstance(event, JobAccounted):
+                            accounts.append((seq, event.job, event.end, event.user, rows[-1][2]))
                     ends.append(seq)
                 if rows:
                     db.executemany("INSERT INTO facts (seq, time, body) VALUES (?, ?, ?)", rows)
+                if accounts:
+                    db.executemany("INSERT INTO accounting (seq, job, end_time, user, body)"
+                                   " VALUES (?, ?, ?, ?, ?)", accounts)
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -225,6 +259,46 @@ class SqliteStore:
             if len(rows) < _PAGE:
                 return
             after = rows[-1][0]
+
+    def read_from_time(self, time: float) -> Iterator[Fact]:
+        """Facts from the first one at `time` or later (found by a scan of the times
+        alone, nothing decoded), in order: a job's facts from its submission on."""
+        with self._lock:
+            row = self._checked().execute(
+                "SELECT seq FROM facts WHERE time >= ? ORDER BY seq LIMIT 1", (time,)
+            ).fetchone()
+        if row is None:
+            return iter(())
+        return self.read(after=int(row[0]) - 1)
+
+    def accounting(self, since: float | None = None, until: float | None = None,
+                   user: str | None = None) -> list[JobAccounted]:
+        """The accounting records of the jobs that ended in [since, until), of `user`
+        only when given, in log order."""
+        query = "SELECT seq, body FROM accounting WHERE end_time >= ? AND end_time < ?"
+        args: list[object] = [-math.inf if since is None else since,
+                              math.inf if until is None else until]
+        if user is not None:
+            query += " AND user = ?"
+            args.append(user)
+        with self._lock:
+            rows = self._checked().execute(query + " ORDER BY seq", args).fetchall()
+        return [self._account(seq, body) for seq, body in rows]
+
+    def job_accounting(self, job: int) -> JobAccounted | None:
+        """The (last) accounting record of `job`, if it has one."""
+        with self._lock:
+            row = self._checked().execute(
+                "SELECT seq, body FROM accounting WHERE job = ? ORDER BY seq DESC LIMIT 1",
+                (job,),
+            ).fetchone()
+        return None if row is None else self._account(*row)
+
+    def _account(self, seq: int, body: object) -> JobAccounted:
+        event = self._decode(seq, body)
+        if not isinstance(event, JobAccounted):
+            raise StoreError(f"{self.path}: accounting record {seq} is not a JobAccounted")
+        return event
 
     def _decode(self, seq: int, body: object) -> Event:
         if not isinstance(body, bytes):

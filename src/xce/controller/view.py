@@ -20,6 +20,7 @@ from xce.model.events import (
     HostExpected,
     HostRemoved,
     HostStateChanged,
+    JobAccounted,
     JobFinished,
     JobHeld,
     JobKilled,
@@ -34,6 +35,12 @@ PEND, PSUSP, RUN, DONE, EXIT = "PEND", "PSUSP", "RUN", "DONE", "EXIT"
 FINISHED = (DONE, EXIT)
 
 
+def end_state(event: JobFinished) -> str:
+    """DONE for a job that exited 0 on its own, else EXIT (a reason: the controller or
+    the agent ended it, e.g. its host was lost or it reached its run limit)."""
+    return DONE if event.done else EXIT
+
+
 class JobRecord(msgspec.Struct):
     """One job as the controller knows it (kept in snapshots when finished)."""
 
@@ -45,6 +52,8 @@ class JobRecord(msgspec.Struct):
     exit_code: int | None = None
     signal: int | None = None
     exit_reason: str = ""
+    failure: str = ""  # why it failed on its host (its agent's words; JobAccounted)
+    cpu_time: float | None = None  # s of CPU it used (None: not known)
 
 
 class ExpectedHost(msgspec.Struct):
@@ -126,6 +135,7 @@ class ClusterView:
         self.config = ClusterConfig()
         self.jobs: dict[int, JobRecord] = {}
         self.by_user: dict[str, dict[int, JobRecord]] = {}  # user -> jobs, in id order
+        self.arrays: dict[int, dict[int, None]] = {}  # job array -> its elements' ids
         self.hosts: dict[str, HostView] = {}
         self.expected: dict[str, ExpectedHost] = {}
         self.last_job_id = 0
@@ -142,8 +152,7 @@ class ClusterView:
                     self.hosts[name].jobs[job_id] = slots
             case JobFinished(job=job_id, time=end, exit_code=code, signal=signal, reason=why):
                 job = self._end(job_id, end)
-                # A reason: the controller or the agent ended it (lost host, run limit).
-                job.state = DONE if code == 0 and signal is None and not why else EXIT
+                job.state = end_state(event)
                 job.exit_code, job.signal, job.exit_reason = code, signal, why
             case JobKilled(job=job_id, time=end):
                 job = self._end(job_id, end)
@@ -151,6 +160,10 @@ class ClusterView:
             case JobRequeued(job=job_id):
                 job = self._end(job_id, None)
                 job.state, job.start_time, job.hosts = PEND, None, {}
+            case JobAccounted(job=job_id, failure=failure, cpu_time=cpu_time):
+                if job_id in self.jobs:
+                    self.jobs[job_id].failure = failure
+                    self.jobs[job_id].cpu_time = cpu_time
             case JobHeld(job=job_id, held=held):
                 job = self.jobs[job_id]
                 if job.state in (PEND, PSUSP):
@@ -230,6 +243,11 @@ class ClusterView:
         for job in old:
             del self.jobs[job.spec.id]
             del self.by_user[job.spec.user][job.spec.id]
+            if job.spec.array:
+                elements = self.arrays[job.spec.array]
+                del elements[job.spec.id]
+                if not elements:
+                    del self.arrays[job.spec.array]
 
     def finished(self) -> list[JobRecord]:
         return [j for j in self.jobs.values() if j.state in FINISHED]
@@ -241,4 +259,6 @@ class ClusterView:
     def _add(self, job: JobRecord) -> None:
         self.jobs[job.spec.id] = job
         self.by_user.setdefault(job.spec.user, {})[job.spec.id] = job
+        if job.spec.array:
+            self.arrays.setdefault(job.spec.array, {})[job.spec.id] = None
         self.last_job_id = max(self.last_job_id, job.spec.id)

@@ -54,6 +54,11 @@ class SubmitRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     gpus: NonNegative = 0
     gpu_mode: Literal["shared", "exclusive_process"] = "shared"
     gpu_exclusive: bool = False
+    # A job array when `name` reads `name[index_list]%N` (`xce submit -J`): the answer's
+    # `job` is the array's id. `depend`: the dependency condition (`-w`);
+    # `end_orphan`: end the job if it can never be satisfied (`-ti`).
+    depend: str = ""
+    end_orphan: bool = False
 
 
 class Submitted(msgspec.Struct, frozen=True):
@@ -92,6 +97,15 @@ class JobInfo(msgspec.Struct, frozen=True):
     # to start (None, {}: it has none).
     expected_start: float | None = None
     reserved_hosts: dict[str, int] = {}
+    # Why the job failed on its host, as its agent reported it (JobReport.failure);
+    # and the CPU time (s) its processes used, once it ended (None: not known).
+    failure: str = ""
+    cpu_time: float | None = None
+    # An element of a job array: the array's id and its index (shown ID[INDEX]); the
+    # job's dependency condition (`-w`), if any.
+    array: int = 0
+    index: int = 0
+    depend: str = ""
 
 
 class JobList(msgspec.Struct, frozen=True):
@@ -408,11 +422,18 @@ class JobReport(msgspec.Struct, frozen=True):
     run_time: float = 0
     end_time: float = 0
     reason: str = ""  # why the agent ended it: RUN_LIMIT_REACHED, else empty
+    # Why the job failed there, one line for people (its user does not exist on the
+    # host, its command was not found, a signal it did not get from XCE, ...: see
+    # docs/agent.md); empty when it ran and exited (whatever its status) or was ended
+    # by XCE. At most MAX_FAILURE characters are kept.
+    failure: str = ""
+    cpu_time: float = 0  # s of CPU (user + system) the job's processes used
 
 
-class Heartbeat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class Heartbeat(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """`POST /agents/{name}/heartbeat`: what the agent runs, and what ended (sent
-    again until acknowledged)."""
+    again until acknowledged). Fields at their defaults are left out, so that a
+    controller of the release before a field was added still takes the heartbeat."""
 
     running: list[int] = []
     finished: list[JobReport] = []
@@ -420,6 +441,8 @@ class Heartbeat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # interruption notice, read by the agent): the controller closes the host at once
     # (closed_Recl) and requeues its running jobs, or exits them, as its queue says.
     reclaim_at: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    # The output so far of the jobs the controller asked to peek at (HeartbeatReply.peek)
+    output: list[JobOutput] = []
 
 
 class Launch(msgspec.Struct, frozen=True):
@@ -445,6 +468,9 @@ class Launch(msgspec.Struct, frozen=True):
     gpus: int = 0
     gpu_mode: str = "shared"
     gpu_exclusive: bool = False
+    # An element of a job array: the array's id and its index (LSB_JOBINDEX, %I)
+    array: int = 0
+    index: int = 0
 
 
 class HeartbeatReply(msgspec.Struct, frozen=True):
@@ -452,3 +478,100 @@ class HeartbeatReply(msgspec.Struct, frozen=True):
     kill: list[int] = []
     ack: list[int] = []  # finished reports now durable: forget them
     heartbeat_interval: float = 1.0
+    # Jobs whose output so far a user asked for (`xce peek`): the agent sends it at once
+    # in a heartbeat (Heartbeat.output)
+    peek: list[int] = []
+
+
+# ---------------------------------------------------------------- a job's output, life, accounting
+PEEK_BYTES = 256 * 1024  # the last bytes of a job's output file that `xce peek` shows
+MAX_FAILURE = 1000  # characters of a failure reason the controller keeps
+
+
+class OutputTail(msgspec.Struct, frozen=True):
+    """The end of one output file of a running job: its path on the host, its size in
+    bytes and its last bytes (at most PEEK_BYTES, decoded as UTF-8); `unreadable`: why
+    it cannot be shown (then `text` is empty)."""
+
+    path: str
+    size: int = 0
+    text: str = ""
+    unreadable: str = ""
+
+
+class JobOutput(msgspec.Struct, frozen=True):
+    """`GET /jobs/{id}/peek` (LSF's bpeek): the output so far of a running job, as its
+    first execution host read it. `stderr` only when the job's error file is not its
+    output file; `unreadable`: why the host has none of it (the job is not running
+    there)."""
+
+    job: int
+    host: str = ""
+    stdout: OutputTail | None = None
+    stderr: OutputTail | None = None
+    unreadable: str = ""
+
+
+class JobEvent(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One fact of a job's life (`GET /jobs/{id}/history`, LSF's bhist): `kind` is
+    submitted, held, released, started, requeued, killed or finished; `hosts` where it
+    started (started) or ran (requeued); a finished job's state, exit status, exit
+    reason, failure and CPU time."""
+
+    seq: int
+    time: float
+    kind: str
+    hosts: dict[str, int] = {}
+    state: str = ""
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str = ""
+    failure: str = ""
+    cpu_time: float | None = None
+
+
+class JobHistory(msgspec.Struct, frozen=True):
+    """A job's life from the durable log, and the seconds it spent pending (`pend`),
+    held (`psusp`) and running (`run`) up to `until` (its end, else now)."""
+
+    job: int
+    user: str
+    queue: str
+    name: str
+    command: list[str]
+    n: int
+    cwd: str
+    events: list[JobEvent]
+    pend: float
+    psusp: float
+    run: float
+    until: float
+
+
+class AcctRow(msgspec.Struct, frozen=True):
+    """Accounting of the jobs of one user in one queue that ended in a window (the
+    total: user and queue empty): how many ended DONE and EXIT; their CPU time and the
+    run (wall) time of those that started, in seconds; the mean and largest wait
+    (submission to the last start; None: none started) and turnaround (submission to
+    end)."""
+
+    user: str
+    queue: str
+    done: int
+    exited: int
+    cpu_time: float
+    wall_time: float
+    wait_mean: float | None
+    wait_max: float | None
+    turnaround_mean: float
+    turnaround_max: float
+
+
+class AcctSummary(msgspec.Struct, frozen=True):
+    """`GET /acct` (LSF's bacct): the jobs that ended in [since, until) (None: open),
+    per user and queue, and all of them together."""
+
+    since: float | None
+    until: float | None
+    rows: list[AcctRow]
+    total: AcctRow

@@ -132,6 +132,11 @@ class ClusterConfig(msgspec.Struct, frozen=True):
     queues: tuple[Queue, ...] = (Queue(name="normal", priority=30),)
     limits: tuple[Limit, ...] = ()
     reserve_depth: int = 0  # blocked jobs given a reservation per session (LSF: none)
+    # Job arrays: most elements (and largest index) of one array (LSF's
+    # MAX_JOB_ARRAY_SIZE); s after which a pending job whose dependency condition can
+    # never be satisfied is ended (LSF's ORPHAN_JOB_TERM_TIMEOUT; None: never).
+    max_job_array_size: int = 1000
+    orphan_job_term_timeout: float | None = None
     catalog: Catalog = Catalog()
     policy: PolicyConfig = PolicyConfig()
     simulation: SimulationConfig = SimulationConfig()

@@ -3,10 +3,10 @@
 `Event` is every fact the controller logs. `SchedulerEvent`, a part of it, is what the
 scheduler state takes (`SchedulerState.apply`): the simulator emits only these, and a
 recording is a sequence of them. The rest (`ControllerRecord`: leases, provisioning
-requests and instances, expected hosts, token steps) is the controller's own
-bookkeeping; the scheduler sees its effect only through the scheduler events logged
-with it (a `SupplyChanged` beside an expected host or a token step), so the controller
-never passes it on (`is_scheduler_event`).
+requests and instances, expected hosts, token steps, job accounting) is the
+controller's own bookkeeping; the scheduler sees its effect only through the scheduler
+events logged with it (a `SupplyChanged` beside an expected host or a token step), so
+the controller never passes it on (`is_scheduler_event`).
 """
 
 from __future__ import annotations
@@ -56,10 +56,20 @@ class JobFinished(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     signal: int | None = None
     reason: str = ""
 
+    @property
+    def done(self) -> bool:
+        """Whether the job ended DONE (else EXIT): exit code 0, no signal, and not
+        ended by the controller for a reason."""
+        return self.exit_code == 0 and self.signal is None and not self.reason
+
 
 class JobRequeued(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A running job back to pending (its host was lost); `reason` says why, for
+    people (`xce hist`; the live controller gives it, facts written before have none)."""
+
     job: int
     time: float = 0
+    reason: str = ""
 
 
 class JobHeld(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
@@ -173,6 +183,29 @@ class PoolHistoryRestored(msgspec.Struct, frozen=True, tag=True, tag_field="even
     history: list[tuple[float, float, float]]
 
 
+class EndedJob(msgspec.Struct, frozen=True):
+    """How a job ended, as dependency conditions read it (`done`: DONE, else EXIT;
+    `exit_code`: None when it has none, e.g. killed before it started), and what
+    names it (its user, name, array and submit time)."""
+
+    id: int
+    time: float
+    done: bool
+    exit_code: int | None = None
+    user: str = ""
+    name: str = ""
+    array: int = 0
+    submit: float = 0
+
+
+class EndedJobsRestored(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """The jobs the scheduler remembers as ended (for dependency conditions), oldest
+    end first: part of the events that rebuild a state (snapshots, recordings
+    started mid-run)."""
+
+    jobs: list[EndedJob]
+
+
 class LeaseGranted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     """A provisioner instance (`holder`) holds a provider until `expires`; `token` is
     the fencing token: it grows whenever the lease changes hands, never goes back.
@@ -243,6 +276,30 @@ class InstanceChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     cause: Cause | None = None
 
 
+class JobAccounted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A job's accounting record (LSF's lsb.acct), written in the commit of the fact
+    that ends it (finished, exited or killed): who, where, when, how it ended, why it
+    failed on its host (`failure`, its agent's words) and the CPU time its processes
+    used (s). The controller's record (`xce acct`, `xce hist`); it never reaches the
+    scheduler."""
+
+    job: int
+    user: str
+    queue: str
+    state: str  # DONE or EXIT
+    submit: float
+    end: float
+    start: float | None = None  # its last start (None: it never started)
+    n: int = 1
+    hosts: dict[str, int] = {}
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str = ""
+    failure: str = ""
+    cpu_time: float | None = None  # None: not known (it never ran, or ended unreported)
+    time: float = 0
+
+
 # What the scheduler state takes: SchedulerState.apply has an arm for each, and
 # refuses anything else (a fact that is not the scheduler's must not reach it: it would
 # count as a change of what fits and void the cross-session failure cache).
@@ -260,6 +317,7 @@ SchedulerEvent = (
     | SharedTotalChanged
     | SupplyChanged
     | PoolHistoryRestored
+    | EndedJobsRestored
 )
 
 # The controller's own records: logged and replayed by the controller, never fed to
@@ -275,6 +333,7 @@ ControllerRecord = (
     | RequestChanged
     | InstanceRecorded
     | InstanceChanged
+    | JobAccounted
 )
 
 Event = SchedulerEvent | ControllerRecord

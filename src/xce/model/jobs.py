@@ -32,5 +32,16 @@ class JobSpec(msgspec.Struct, frozen=True):
     command: list[str] = []
     cwd: str = ""
     env: dict[str, str] = {}
-    output: str = ""  # stdout file (%J: job id)
+    output: str = ""  # stdout file (%J: job id, %I: array index)
     error: str = ""  # stderr file (empty: with stdout)
+    # Job arrays (`-J "name[1-1000]%10"`, docs/cli.md): an element has `array`, the
+    # array's id (which no job has), its `index` (>= 1) and its own id, array + index
+    # (shown as `ARRAY[INDEX]`); `array_limit`: elements of the array that may run at
+    # once (0: no limit). All 0 for a job of no array.
+    array: int = 0
+    index: int = 0
+    array_limit: int = 0
+    # Dependency condition (`-w`, xce.resreq.depend): the job pends until it holds;
+    # `end_orphan` (LSF's -ti): end the job once the condition can never hold.
+    depend: str = ""
+    end_orphan: bool = False

@@ -55,6 +55,7 @@ def session_outputs(result: SessionResult) -> dict[str, Any]:
         "idle": idle_json(result.idle),
         "reservations": [reservation_json(r) for r in result.reservations],
         "trace": [[e.job, e.stage, e.check, e.detail] for e in result.trace],
+        **({"orphans": result.orphans} if result.orphans else {}),
     }
 
 

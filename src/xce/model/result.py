@@ -166,8 +166,12 @@ class SessionResult:
         reservations: list[Reservation] | None = None,
         next_due: float = math.inf,
         backfilled: list[int] | None = None,
+        orphans: list[int] | None = None,
     ) -> None:
         self.now = now
+        # Pending jobs whose dependency condition can never be satisfied, for the
+        # driver to end now (LSF's -ti, or past orphan_job_term_timeout).
+        self.orphans: list[int] = orphans or []
         # Blocked jobs' planned starts, in scheduling order (ARCHITECTURE.md 2a).
         self.reservations: list[Reservation] = reservations or []
         # The earliest time after `now` at which the decisions could change with no
@@ -214,6 +218,7 @@ class SessionResult:
             "idle": idle_json(self.idle),
             "reservations": [reservation_json(r) for r in self.reservations],
             "next_due": None if math.isinf(self.next_due) else number(self.next_due),
+            **({"orphans": self.orphans} if self.orphans else {}),
             "stats": {
                 "pending": self.stats.pending,
                 "real_pass_ms": round(self.stats.real_pass_ms, 3),

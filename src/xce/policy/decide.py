@@ -12,6 +12,7 @@ import msgspec
 
 from xce.model.causes import Cause
 from xce.model.cluster import Catalog
+from xce.model.durations import seconds_figure
 from xce.model.lifecycle import HostState
 from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, Idle
@@ -103,7 +104,8 @@ def decide(
             actions.append(
                 RequestTokens(
                     res.resource, res.amount,
-                    f"short {res.amount:g} for {len(res.jobs)} jobs for {now - since:g} s",
+                    f"short {res.amount:g} for {len(res.jobs)} jobs for "
+                    f"{seconds_figure(now - since)} s",
                 )
             )
 
@@ -132,7 +134,8 @@ def _backoffs(
         delay = config.backoff_initial if delay == 0 else min(config.backoff_max, 2 * delay)
         backoff_delay[template] = delay
         backoff_until[template] = now + delay
-        reason = f"provider failure: back-off {delay:g} s until {now + delay:g}"
+        reason = (f"provider failure: back-off {seconds_figure(delay)} s until "
+                  f"{seconds_figure(now + delay)}")
         actions.append(SetAllowance(template, 0, reason))
     for template in inp.joined:
         backoff_delay.pop(template, None)  # a success resets the doubling
@@ -175,7 +178,7 @@ def _request_hosts(
                 RequestHosts(
                     name, count,
                     f"demand of {entry.count} hosts for {len(entry.jobs)} jobs persisted "
-                    f"{now - since:g} s",
+                    f"{seconds_figure(now - since)} s",
                     tuple(entry.jobs),
                 )
             )
@@ -286,7 +289,7 @@ def _reclaim(
         if state != HostState.OK:
             continue
         if lifetime > 0 and now - host.joined >= lifetime:
-            actions.append(DrainHost(host.name, f"maximum lifetime ({lifetime:g} s)",
+            actions.append(DrainHost(host.name, f"maximum lifetime ({seconds_figure(lifetime)} s)",
                                      Cause.LIFETIME))
             open_count[template] -= 1
         elif host.name in idle and open_count[template] > keep.get(template, 0):
@@ -295,7 +298,7 @@ def _reclaim(
             if template in delayed:
                 held_until[template] = delayed[template]  # hosts were added lately
                 continue
-            reason = f"idle reclaim (idle {idle[host.name]:g} s)"
+            reason = f"idle reclaim (idle {seconds_figure(idle[host.name])} s)"
             actions.append(DrainHost(host.name, reason))
             open_count[template] -= 1
     return actions

@@ -18,6 +18,7 @@ from xce.model.events import (
     ConfigLoaded,
     HostAdded,
     HostStateChanged,
+    JobFinished,
     JobHeld,
     JobStarted,
     JobSubmitted,
@@ -26,12 +27,16 @@ from xce.model.events import (
 )
 from xce.model.jobs import JobSpec
 from xce.resreq import GpuError, GpuRequest, parse_gpu
+from xce.resreq.arrays import ArrayError, parse_indices
+from xce.resreq.depend import MAX_INDEX
 from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
 
 JOB_KEYS = (
     "id", "ids", "user", "queue", "n", "res", "submit", "priority", "name", "state",
-    "hosts", "start", "run", "run_limit", "hold", "gpus", "gpu",
+    "hosts", "start", "run", "run_limit", "hold", "gpus", "gpu", "array", "depend",
+    "end_orphan", "exit", "end",
 )
+STATES = ("PEND", "RUN", "DONE", "EXIT")
 HOST_KEYS = ("name", "state", "template", "joined", "idle_since")
 
 
@@ -90,6 +95,34 @@ def load_scenario_text(text: str, filename: str, base_dir: Path | None = None) -
     return Scenario(now=now, config=config, events=events)
 
 
+def _array_elements(job: MapReader, ids: list[int], state: str) -> tuple[list[int], int]:
+    """An `array: "1-100%5"` entry's indices and limit (`id` is the array's id, its
+    elements' ids are id + index); ([], 0) for an entry of no array."""
+    if "array" not in job:
+        return [], 0
+    if "ids" in job:
+        job.key_place("array").fail("an array entry gives the array's id (id), not ids")
+    if state != "PEND":
+        job.value_place("state").fail("an array entry is PEND: its elements wait to run")
+    try:
+        spec = parse_indices(job.text("array"), MAX_INDEX)
+    except ArrayError as err:
+        job.value_place("array").fail(str(err))
+    return list(spec.indices), spec.limit
+
+
+def _ended(job: MapReader, job_id: int, state: str) -> JobFinished:
+    """How a DONE or EXIT entry ended: at `end` (default: its submit time) with exit
+    code `exit` (DONE: 0; EXIT: default 1)."""
+    code = job.integer("exit", 0 if state == "DONE" else 1)
+    if (code == 0) != (state == "DONE"):
+        job.value_place("exit" if "exit" in job else "state").fail(
+            "a DONE job exits 0; an EXIT job has a nonzero exit code"
+        )
+    return JobFinished(job=job_id, time=job.number("end", job.number("submit", 0.0)),
+                       exit_code=code)
+
+
 def _start_time(event: SchedulerEvent) -> float:
     return event.time if isinstance(event, JobStarted) else 0.0
 
@@ -137,8 +170,11 @@ def _supply_event(value: object, place: Place) -> SupplyChanged:
 
 
 def _apply(state: SchedulerState, event: SchedulerEvent, place: Place) -> SchedulerEvent:
-    """Apply to a scratch state so that refusals are reported at the right line."""
+    """Apply to a scratch state so that refusals are reported at the right line (a
+    submission checked as the controller checks it: its dependency condition too)."""
     try:
+        if isinstance(event, JobSubmitted):
+            state.resolve(event.job)
         state.apply(event)
     except (SubmitError, SchedulerInputError) as err:
         place.fail(str(err))
@@ -204,8 +240,9 @@ def _job_events(item: object, place: Place) -> list[tuple[SchedulerEvent, bool]]
     else:
         ids = as_id_range(job.text("ids"), job.value_place("ids"))
     state = job.text("state", "PEND")
-    if state not in ("PEND", "RUN"):
-        job.value_place("state").fail(f"state must be PEND or RUN, got '{state}'")
+    if state not in STATES:
+        job.value_place("state").fail(f"state must be {', '.join(STATES)}, got '{state}'")
+    elements = _array_elements(job, ids, state)
     hosts: dict[str, int] = {}
     if state == "RUN":
         hosts_map = MapReader(job.required("hosts")[0], job.value_place("hosts"))
@@ -220,18 +257,25 @@ def _job_events(item: object, place: Place) -> list[tuple[SchedulerEvent, bool]]
     run_limit = job.optional_number("run_limit", minimum=0)  # s; a RUN job ends by start + it
     gpu = _gpu_request(job)
     events: list[tuple[SchedulerEvent, bool]] = []
-    for job_id in ids:
+    array, limit = (ids[0], elements[1]) if elements[0] else (0, 0)
+    depend = job.text("depend", "", nonempty=False)
+    for job_id, index in zip(elements[0] or ids, elements[0] or [0] * len(ids), strict=True):
         spec = JobSpec(
-            id=job_id, user=job.text("user", "nobody"), queue=job.text("queue", ""), n=n,
+            id=array + index if array else job_id, user=job.text("user", "nobody"),
+            queue=job.text("queue", ""), n=n,
             res=job.text("res", "", nonempty=False), submit=job.number("submit", 0.0),
             priority=job.integer("priority", 0), name=job.text("name", "", nonempty=False),
             run=run, run_limit=run_limit, gpus=gpu.num if gpu is not None else 0,
             gpu_mode=gpu.mode if gpu is not None else "shared",
             gpu_exclusive=gpu is not None and gpu.exclusive,
+            array=array, index=index, array_limit=limit, depend=depend,
+            end_orphan=job.flag("end_orphan", False),
         )
         events.append((JobSubmitted(job=spec), False))
         if job.flag("hold", False):
-            events.append((JobHeld(job=job_id), False))
+            events.append((JobHeld(job=spec.id), False))
+        if state in ("DONE", "EXIT"):
+            events.append((_ended(job, spec.id, state), False))
     if state == "RUN":
         start = job.number("start", 0.0)
         events.append((JobStarted(job=ids[0], hosts=hosts, time=start), True))

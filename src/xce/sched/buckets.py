@@ -193,7 +193,10 @@ class Bucket:
         order = self._order
         if self._start < len(order) and order[self._start] is job:
             self._start += 1
-            while self._start < len(order) and order[self._start].id not in self.members:
+            members = self.members
+            while self._start < len(order) and (
+                members.get(order[self._start].id) is not order[self._start]
+            ):
                 self._start += 1
         else:
             self._dirty = True
@@ -203,7 +206,8 @@ class Bucket:
         demand; no copy otherwise)."""
         if self._dirty or not self._sorted or self._start > len(self._order) // 2:
             members = self.members
-            order = [j for j in self._order[self._start :] if j.id in members]
+            # (an entry of a job that left is stale: one that came back is a new entry)
+            order = [j for j in self._order[self._start :] if members.get(j.id) is j]
             if not self._sorted:
                 order.sort(key=lambda j: j.key)
             self._order, self._start, self._sorted, self._dirty = order, 0, True, False

@@ -32,8 +32,10 @@ def load_config(state: SchedulerState, config: ClusterConfig) -> None:
     ]
     running = list(state.running.values())
     queued = sorted(
-        [*state.pending.values(), *state.held.values()], key=lambda j: j.key
+        [*state.pending.values(), *state.held.values(), *state.waiting.values()],
+        key=lambda j: j.key,
     )
+    held = set(state.held)
     state.config = config
     state._valid_res = set()
     state.queues = {q.name: q for q in config.queues}
@@ -44,11 +46,12 @@ def load_config(state: SchedulerState, config: ClusterConfig) -> None:
     keep_supply(state, config)
     state.limit_used = [{} for _ in config.limits]
     state.pending, state.held, state.buckets, state.running = {}, {}, {}, {}
+    state.waiting = {}
     state.ends = []
     state._bucket_cache = {}
     state._submitted = {}
     _restore_hosts(state, config, states, provisioned)
-    _restore_jobs(state, queued, running)
+    _restore_jobs(state, queued, held, running)
     state.idle_in_order, state._idle_latest = True, -math.inf
     for record in state.idle_provisioned.values():
         went_idle(state, record)
@@ -134,15 +137,20 @@ def _restore_hosts(
 
 
 def _restore_jobs(
-    state: SchedulerState, queued: list[PendingJob], running: list[RunningJob]
+    state: SchedulerState, queued: list[PendingJob], held: set[int],
+    running: list[RunningJob],
 ) -> None:
-    """Submit the `queued` jobs again (held ones held), then the `running` ones,
-    started again where they ran."""
+    """Submit the `queued` jobs again (`held` ones held), then the `running` ones,
+    started again where they ran. Conditions and arrays keep what they know; the jobs
+    that wait on them wait again (sched/waiting.py)."""
+    state.waits.reload([run.spec for run in running])
     for job in queued:
-        state._submit(job.spec, hold=job.bucket is None)
+        state._submit(job.spec, hold=job.id in held)
+    state.waits.restoring = True  # (running jobs come back whatever waits)
     for run in running:
         state._submit(run.spec)
         names = {state._host_at(i).name: n for i, n in run.hosts.items()}
         start_job(
             state, run.spec.id, names, {r: p.name for r, p in run.pools.items()}, run.start
         )
+    state.waits.restoring = False

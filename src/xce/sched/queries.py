@@ -43,6 +43,11 @@ class SchedulerQueries(Protocol):
         """Held jobs, by id."""
 
     @property
+    def waiting(self) -> Mapping[int, PendingJob]:
+        """Pending jobs waiting for a dependency condition or for room under their
+        array's limit (in no bucket), by id."""
+
+    @property
     def running(self) -> Mapping[int, RunningJob]:
         """Running jobs, by id: where they run and since when."""
 

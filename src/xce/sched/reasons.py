@@ -10,9 +10,13 @@ from xce.resreq import Select
 RESOURCE: Final = "resource"
 LIMIT: Final = "limit"
 HOLD: Final = "hold"
+DEPENDENCY: Final = "dependency"  # waiting for a dependency condition (-w)
 PROVISIONING: Final = "provisioning"
 
 HELD: Final = "The job was suspended by the user while pending"
+# The exit reason of a pending job ended because its dependency condition can never be
+# satisfied (LSF's -ti, orphan_job_term_timeout)
+ORPHAN_ENDED: Final = "dependency condition can never be satisfied"
 
 
 def no_host(select: Select | None, queue: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from xce.model.events import (
     ConfigLoaded,
+    EndedJobsRestored,
     HostAdded,
     HostRemoved,
     HostStateChanged,
@@ -27,8 +28,15 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
     tokens, headroom, allowances, pool totals).
 
     Last, the recent use history of countable pools (which decides when borrowed
-    tokens count as idle) is restored as it was."""
+    tokens count as idle) is restored as it was.
+
+    Jobs remembered as ended (for dependency conditions) come right after the
+    configuration, so that every job a queued dependent names is known again when it
+    is submitted; dependents come after the other queued jobs, in submission order."""
     events: list[SchedulerEvent] = [ConfigLoaded(config=state.config)]
+    ended = state.waits.memory.records()
+    if ended:
+        events.append(EndedJobsRestored(jobs=ended))
     events.extend(_host_events(state))
     events.extend(_running_job_events(state))
     events.extend(_queued_job_events(state))
@@ -78,13 +86,19 @@ def _running_job_events(state: SchedulerState) -> list[SchedulerEvent]:
 
 
 def _queued_job_events(state: SchedulerState) -> list[SchedulerEvent]:
-    """The pending and held jobs in scheduling order, each submitted (and held or
-    released where that differs from its spec)."""
+    """The pending, held and waiting jobs in scheduling order, each submitted (and held
+    or released where that differs from its spec); those with a dependency condition
+    last, in submission order (the jobs they name come first)."""
     events: list[SchedulerEvent] = []
-    queued = sorted([*state.pending.values(), *state.held.values()], key=lambda j: j.key)
-    for job in queued:
+    queued = sorted(
+        [*state.pending.values(), *state.held.values(), *state.waiting.values()],
+        key=lambda j: j.key,
+    )
+    dependents = sorted((j for j in queued if j.spec.depend),
+                        key=lambda j: (j.spec.submit, j.id))
+    for job in [*(j for j in queued if not j.spec.depend), *dependents]:
         events.append(JobSubmitted(job=job.spec))
-        held = job.bucket is None
+        held = job.id in state.held
         if held != job.spec.hold:
             events.append(JobHeld(job=job.id, held=held))
     return events

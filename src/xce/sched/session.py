@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from xce.model.result import (
@@ -63,6 +64,12 @@ def run_session(
         held = sorted(state.held.values(), key=lambda j: j.key)
         trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
         pending.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))
+    if state.waiting and reasons:  # dependencies and array limits (sched/waiting.py)
+        pending.extend(state.waits.groups(state, trace))
+    # Jobs whose condition can never be satisfied, to end (-ti, orphan_job_term_timeout)
+    orphans, orphans_due = (
+        state.waits.orphans(state, now) if state.waits.blocking else ([], math.inf)
+    )
     # Hosts the plan holds for a job are not idle (sched/holds.py).
     booked = real.plan.booked if real.plan is not None else None
     idle = idle_supply(state, now, real.dispatch, cap, booked)
@@ -70,10 +77,11 @@ def run_session(
     # or a reservation's start is no timer: a job reaching its limit ends (an event)
     # where limits are enforced, and one running past it is re-planned at the next
     # event's session, as the reference EASY does (sessions at submit and end).
-    due = idle_due(state, now, real.dispatch)
+    due = min(idle_due(state, now, real.dispatch), orphans_due)
     ended = timer() if timer is not None else 0.0
     stats = SessionStats(
-        pending=len(state.pending) + len(state.held) - len(real.dispatch),
+        pending=len(state.pending) + len(state.held) + len(state.waiting)
+        - len(real.dispatch),
         real_pass_ms=(real_done - started) * 1000,
         catalog_pass_ms=(catalog_done - real_done) * 1000,
         end_ms=(ended - catalog_done) * 1000,
@@ -83,5 +91,5 @@ def run_session(
     )
     return SessionResult(
         now, real.dispatch, pending, trace, found, idle, stats, planned, due,
-        real.backfilled,
+        real.backfilled, orphans,
     )

@@ -15,6 +15,7 @@ import msgspec
 from xce.model.cluster import ClusterConfig, HostTemplate, Queue
 from xce.model.events import (
     ConfigLoaded,
+    EndedJobsRestored,
     HostAdded,
     HostRemoved,
     HostStateChanged,
@@ -46,6 +47,7 @@ from xce.sched.runlimit import run_limit
 from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
 from xce.sched.supply_state import apply_supply
 from xce.sched.usage import NGPUS
+from xce.sched.waiting import Waits
 
 # s a new host is expected to take to join when nothing else says (FORMATS.md)
 DEFAULT_LEAD_TIME: Final = 300.0
@@ -98,6 +100,10 @@ class SchedulerState:
         self._limit_refs_cache: dict[tuple[str, str], tuple[LimitRef, ...]] = {}
         self.pending: dict[int, PendingJob] = {}
         self.held: dict[int, PendingJob] = {}
+        # Pending jobs in no bucket but not held: waiting for a dependency condition or
+        # for room under their array's limit (sched/waiting.py, `waits`).
+        self.waiting: dict[int, PendingJob] = {}
+        self.waits = Waits()
         self.buckets: dict[BucketKey, Bucket] = {}  # buckets with pending jobs
         self._bucket_cache: dict[BucketKey, Bucket] = {}  # every bucket made, for reuse
         self.running: dict[int, RunningJob] = {}
@@ -131,14 +137,41 @@ class SchedulerState:
         """Apply one event. Raises SubmitError / SchedulerInputError, changing nothing:
         also for an event that is not a SchedulerEvent (the drivers pass on only these,
         xce.model.events.is_scheduler_event)."""
-        match event:  # (the most frequent first)
-            case JobSubmitted(job=job):
-                self._submit(job)
-                return  # a new job changes who is queued, not what fits
-            case JobStarted(job=job_id, hosts=hosts, pools=pools, time=time):
-                start_job(self, job_id, hosts, pools, time)
-            case JobFinished(job=job_id, time=time) | JobKilled(job=job_id, time=time):
-                finish_job(self, job_id, time)
+        # The three most frequent events by exact type, before the match (compiled, a
+        # class pattern is a generic isinstance per arm; bench_controller.py recovery,
+        # bench_sim.py)
+        if type(event) is JobSubmitted:
+            self._submit(event.job)  # (a new job changes who is queued, not what fits)
+            return
+        if type(event) is JobStarted:
+            if self.waiting and event.job in self.waiting:
+                self.waits.dispatched(self, event.job)
+            start_job(self, event.job, event.hosts, event.pools, event.time)
+            if self.waits.active:
+                self.waits.started(self, event.job, event.time)
+        elif type(event) is JobFinished:
+            self._end_job(event)
+        else:
+            self._apply_other(event)
+            return
+        self.capacity_version += 1
+        if self.waits.dirty:  # jobs that waited may enter their buckets, or leave them
+            self.waits.settle(self)
+
+    def _end_job(self, event: JobFinished | JobKilled) -> None:
+        """A job finished or was killed; how it ended is remembered (dependency
+        conditions read it: sched/waiting.py)."""
+        job_id = event.job
+        spec, running = self._submitted.get(job_id), job_id in self.running
+        finish_job(self, job_id, event.time)
+        if spec is not None:
+            self.waits.ended(event, spec, running)
+
+    def _apply_other(self, event: SchedulerEvent) -> None:
+        """The events apply() has no fast path for."""
+        match event:
+            case JobKilled():
+                self._end_job(event)
             case HostAdded():
                 add_host(self, event)
             case HostStateChanged(name=name, state=host_state):
@@ -148,9 +181,13 @@ class SchedulerState:
             case SupplyChanged():
                 apply_supply(self, event)
             case JobRequeued(job=job_id, time=time):
+                self.waits.requeued(self, job_id)
                 requeue_job(self, job_id, time)
+                self.waits.back_to_pending(job_id, time)
             case JobHeld(job=job_id, held=held):
                 self._hold(job_id, held)
+                if self.waits.dirty:
+                    self.waits.settle(self)
                 return  # what fits is the same: only who is queued changed
             case SharedTotalChanged(resource=resource, total=total, pool=pool):
                 self._pool(resource, pool).base = total
@@ -159,6 +196,9 @@ class SchedulerState:
                     self.pool_by_key(key).history = [(t, u, b) for t, u, b in history]
             case ConfigLoaded(config=config):
                 load_config(self, config)
+            case EndedJobsRestored():
+                self.waits.restore(event)
+                return  # what is known of ended jobs, not what fits
             case _:
                 # Not a scheduler event (a lease, a provisioning request or instance, an
                 # expected host, a token step: the controller's records). Refused rather
@@ -169,6 +209,8 @@ class SchedulerState:
                     "state takes only xce.model.events.SchedulerEvent"
                 )
         self.capacity_version += 1  # anything else may change what fits
+        if self.waits.dirty:
+            self.waits.settle(self)
 
     def apply_all(self, events: Iterable[SchedulerEvent]) -> None:
         for event in events:
@@ -254,7 +296,18 @@ class SchedulerState:
         return (-queue.priority, -spec.priority, spec.submit, spec.id)
 
     def resolve(self, spec: JobSpec) -> JobSpec:
-        """Check a submission and fill defaults (the first queue). Raises SubmitError."""
+        """Check a submission and fill defaults (the first queue). Raises SubmitError.
+        Beyond what taking the event checks (`_resolve`): an array element's index
+        against max_job_array_size, and the jobs a dependency condition names."""
+        spec = self._resolve(spec)
+        if spec.array or spec.depend or self.waits.arrays:
+            self.waits.check(self, spec)
+        return spec
+
+    def _resolve(self, spec: JobSpec) -> JobSpec:
+        """`resolve` without the checks of `Waits.check`: what a JobSubmitted event
+        must pass (a condition naming jobs the state does not know takes them as
+        gone: a recording or a rebuilt state was checked when it was submitted)."""
         if spec.id in self._submitted:
             raise SubmitError(f"job {spec.id} already exists")
         queue = spec.queue or self.config.queues[0].name
@@ -265,6 +318,9 @@ class SchedulerState:
         self._check_run_limit(spec, self.queues[queue])
         if spec.gpus or spec.gpu_mode != "shared":
             self._check_gpus(spec)
+        if (spec.array or spec.index) and (spec.index < 1 or spec.id != spec.array + spec.index):
+            raise SubmitError(f"job {spec.id}: an array element's id is its array's id "
+                              f"({spec.array}) plus its index ({spec.index} >= 1)")
         if spec.res not in self._valid_res:
             try:
                 req = parse(spec.res)
@@ -342,32 +398,46 @@ class SchedulerState:
         return found
 
     def _submit(self, spec: JobSpec, hold: bool | None = None) -> None:
-        spec = self.resolve(spec)
+        spec = self._resolve(spec)
         self._submitted[spec.id] = spec
+        if spec.array or spec.name or spec.depend:
+            self.waits.submitted(self, spec)
         self._enqueue(spec, self.sort_key(spec), spec.hold if hold is None else hold)
 
     def _enqueue(self, spec: JobSpec, key: SortKey, hold: bool) -> None:
-        refs = self.limit_refs(spec.user, spec.queue)
+        job = PendingJob(spec, key, None, self.limit_refs(spec.user, spec.queue))
         if hold:
-            self.held[spec.id] = PendingJob(spec, key, None, refs)
+            self.held[spec.id] = job
             return
-        bucket = self._bucket_for(spec)
-        job = PendingJob(spec, key, bucket, refs)
+        if (spec.array_limit or spec.depend) and not self.waits.admit(self, job):
+            return  # it waits (self.waiting)
+        self._queue(job)
+
+    def _queue(self, job: PendingJob) -> None:
+        """A pending job into its bucket: the scheduler considers it from now on."""
+        bucket = self._bucket_for(job.spec)
+        job.bucket = bucket
         bucket.add(job)
-        self.pending[spec.id] = job
+        self.pending[job.id] = job
 
     def _dequeue(self, job_id: int) -> PendingJob:
         job = self.pending.pop(job_id, None)
         if job is None:
             held = self.held.pop(job_id, None)
-            if held is None:
+            if held is not None:
+                return held
+            waiting = self.waiting.pop(job_id, None)
+            if waiting is None:
                 raise SchedulerInputError(f"job {job_id} is not pending")
-            return held
+            self.waits.unblock(waiting)
+            return waiting
         assert job.bucket is not None
         job.bucket.remove(job_id)
         if not job.bucket.members:
             del self.buckets[job.bucket.key]
             job.bucket.clear()
+        if job.spec.array_limit:
+            self.waits.left_bucket(job)
         return job
 
     def _hold(self, job_id: int, held: bool) -> None:

@@ -211,6 +211,8 @@ class Simulator:
             self.recorder.session(tick, result)
         if result.dispatch:
             self.jobs.start(result.dispatch, tick)
+        if result.orphans:
+            self.jobs.end_orphans(result.orphans, tick)
         if result.backfilled:
             self.metrics.backfilled.update(result.backfilled)
         self.rounds.round(result)
@@ -233,7 +235,8 @@ class Simulator:
         for pool in state.countable_pools:
             used += pool.used
         self.metrics.series.add_row(
-            result.now, len(state.pending) + len(state.held), len(state.running),
+            result.now, len(state.pending) + len(state.held) + len(state.waiting),
+            len(state.running),
             float(state.busy_slots), self._static_hosts, len(state.provisioned) - closed,
             closed, in_flight, demanded, borrowed, used,
         )

@@ -9,13 +9,17 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
+import msgspec
+
 from xce.model.api import RUN_LIMIT_REACHED
 from xce.model.cluster import Queue
 from xce.model.events import JobFinished, JobStarted, JobSubmitted
 from xce.model.jobs import JobSpec
 from xce.model.result import Dispatch
 from xce.sched.admission import oversize
-from xce.sched.loss import lost_job
+from xce.sched.errors import SubmitError
+from xce.sched.loss import LOST_EXIT_CODE, lost_job
+from xce.sched.reasons import ORPHAN_ENDED
 from xce.sched.runlimit import run_limit
 from xce.sim.supply import Supply
 from xce.sim.workload import Workload, WorkloadJob
@@ -42,6 +46,7 @@ class JobLifecycle:
         # that is shorter and limits are enforced (those jobs are in `_cut`)
         self._runs: dict[int, float] = {}
         self._cut: set[int] = set()
+        self._exits: dict[int, int] = {}  # job -> the nonzero exit code it ends with
         self._enforce = config.simulation.enforce_run_limits
         self._queue_of: dict[str, Queue] = {q.name: q for q in config.queues}
         self._first_queue = config.queues[0].name
@@ -83,6 +88,13 @@ class JobLifecycle:
             n=job.procs, res=job.res, submit=job.submit, run=job.run,
             run_limit=job.run_limit, gpus=job.gpus,
         )
+        if job.name or job.array or job.depend or job.exit_code or job.end_orphan:
+            spec = msgspec.structs.replace(
+                spec, name=job.name, array=job.array, index=job.index,
+                array_limit=job.array_limit, depend=job.depend, end_orphan=job.end_orphan,
+            )
+            if job.exit_code:
+                self._exits[job.id] = job.exit_code
         run = job.run
         if self._enforce:
             limit = run_limit(spec, self._queue_of[spec.queue])
@@ -93,6 +105,12 @@ class JobLifecycle:
         self._submit(spec)
 
     def _submit(self, spec: JobSpec) -> None:
+        if spec.depend or spec.array:
+            try:  # (checked as the live controller checks a submission)
+                self.state.resolve(spec)
+            except SubmitError:
+                self.metrics.refused.append(spec.id)
+                return
         self.sim.apply(JobSubmitted(job=spec))
         self.metrics.submitted[spec.id] = spec.submit
         self.metrics.slots[spec.id] = spec.n
@@ -127,9 +145,18 @@ class JobLifecycle:
             self.sim.apply(JobFinished(job=job, time=now, signal=LIMIT_SIGNAL,
                                        reason=RUN_LIMIT_REACHED))
         else:
-            self.sim.apply(JobFinished(job=job, time=now))
+            self.sim.apply(JobFinished(job=job, time=now, exit_code=self._exits.get(job, 0)))
         self.metrics.finish(job, now)
         self.sim.freed()
+
+    def end_orphans(self, jobs: list[int], tick: float) -> None:
+        """Pending jobs whose dependency condition can never be satisfied, ended as
+        the session says (-ti, orphan_job_term_timeout): EXIT without running."""
+        for job in jobs:
+            self.sim.apply(JobFinished(job=job, time=tick, exit_code=LOST_EXIT_CODE,
+                                       reason=ORPHAN_ENDED))
+            self.metrics.orphans_ended += 1
+        self.sim.dirty()  # (their own dependents may be orphans now)
 
     def lost(self, host: str) -> None:
         """The jobs running on a host the provider took back: requeued (or exited, as

@@ -85,6 +85,10 @@ class Metrics:
         self.busy_slot_seconds = 0.0
         self.finished = 0
         self.too_large: list[int] = []
+        # jobs the scheduler refused on arrival (a dependency on a job it does not
+        # know), and jobs ended because their condition could never be satisfied
+        self.refused: list[int] = []
+        self.orphans_ended = 0
         self.sessions = 0
         self.hosts_requested: dict[str, int] = {}
         self.hosts_joined: dict[str, int] = {}
@@ -166,6 +170,10 @@ class Metrics:
             "tokens_refused": self.tokens_refused,
             "token_hours": round(self.token_seconds / 3600, 3),
         }
+        if self.refused:
+            summary["refused"] = len(self.refused)
+        if self.orphans_ended:
+            summary["orphans_ended"] = self.orphans_ended
         if prices:
             hours = {t: host_seconds.get(t, 0.0) / 3600 for t in templates}
             summary["cost"], summary["cost_total"] = costs(hours, prices)

@@ -32,13 +32,15 @@ from xce.sim.repl_info import InfoTables
 from xce.sim.repl_text import (
     ReplError,
     expected_start,
+    hosts_text,
     parse_time,
     plural,
     show_number,
     show_time,
     titled_table,
 )
-from xce.sim.report import format_value, write_report
+from xce.sim.report import write_report
+from xce.sim.summary_text import format_value
 
 HISTORY_FILE = "~/.xce_sim_history"
 
@@ -157,7 +159,7 @@ class Repl:
 
     def _counts(self) -> str:
         state = self.sim.state
-        pending = len(state.pending) + len(state.held)
+        pending = len(state.pending) + len(state.held) + len(state.waiting)
         return f"{pending} pending, {len(state.running)} running"
 
     # -------------------------------------------------------------- run, step
@@ -272,11 +274,11 @@ class Repl:
             self.say(f"Job {job}: not submitted yet; it submits at {show_time(spec.submit)}")
         elif job in state.running:
             run = state.running[job]
-            hosts = " ".join(
-                f"{n}*{h.name}" for i, n in run.hosts.items() if (h := state.hosts[i]) is not None
+            hosts = hosts_text(
+                (h.name, n) for i, n in run.hosts.items() if (h := state.hosts[i]) is not None
             )
             self.say(f"Job {job}: running since {show_time(run.start)} on {hosts}")
-        elif job in state.pending or job in state.held:
+        elif job in state.pending or job in state.held or job in state.waiting:
             result = self.sim.last_result
             if result is None or result.reason_of(job) is None:
                 self.say(f"Job {job}: pending, submitted at {show_time(spec.submit)}; "
@@ -285,7 +287,7 @@ class Repl:
                 self.say(f"Job {job}: {result.reason_of(job)}")
                 found = result.reservation_of(job)
                 if found is not None:
-                    hosts = " ".join(f"{n}*{h}" for h, n in found.hosts.items())
+                    hosts = hosts_text(found.hosts.items())
                     self.say(f"  expected start: {expected_start(found)} on {hosts}")
                 for entry in result.trace_of(job):
                     self.say(f"  [{entry.stage}] {entry.check}: {entry.detail} "
@@ -370,7 +372,7 @@ class Repl:
         table = titled_table(f"Summary at {show_time(self.now)}", "METRIC", "VALUE",
                              right=("VALUE",))
         for key, value in self._summary().items():
-            table.add_row(key, escape(format_value(value)))
+            table.add_row(key, escape(format_value(value, key)))
         self.console.print(table)
 
     def cmd_help(self, args: list[str]) -> None:

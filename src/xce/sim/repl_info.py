@@ -16,6 +16,7 @@ from xce.sim.repl_text import (
     ReplError,
     describe_action,
     expected_start,
+    hosts_text,
     short_ranges,
     show_number,
     show_time,
@@ -121,7 +122,8 @@ class InfoTables:
 
     def _pending_jobs(self) -> None:
         state = self.sim.state
-        jobs = sorted([*state.pending.values(), *state.held.values()], key=lambda j: j.key)
+        jobs = sorted([*state.pending.values(), *state.held.values(), *state.waiting.values()],
+                      key=lambda j: j.key)
         if not jobs:
             self.repl.say(f"no pending jobs at {show_time(self.repl.now)}")
             return
@@ -158,12 +160,10 @@ class InfoTables:
         table = titled_table(f"Running jobs: {len(running)}", "JOBID", "USER", "QUEUE", "SLOTS",
                              "STARTED", "EXEC_HOST", right=("JOBID", "SLOTS", "STARTED"))
         for run in running[:ROWS]:
-            hosts = []
-            for index, slots in run.hosts.items():
-                host = state.hosts[index]
-                hosts.append(f"{slots}*{host.name if host else '?'}")
+            hosts = hosts_text((host.name if (host := state.hosts[index]) else "?", slots)
+                               for index, slots in run.hosts.items())
             table.add_row(str(run.spec.id), run.spec.user, run.spec.queue, str(run.spec.n),
-                          show_number(run.start), " ".join(hosts))
+                          show_number(run.start), hosts)
         self.console.print(table)
         self._more(len(running), "running jobs")
 
@@ -205,7 +205,7 @@ class InfoTables:
         del args
         state = self.sim.state
         pending: dict[str, int] = {}
-        for job in [*state.pending.values(), *state.held.values()]:
+        for job in [*state.pending.values(), *state.held.values(), *state.waiting.values()]:
             pending[job.spec.queue] = pending.get(job.spec.queue, 0) + 1
         running: dict[str, int] = {}
         slots: dict[str, int] = {}

@@ -1,6 +1,6 @@
 """How the REPL (`xce.sim.repl`) reads and shows things: times given and shown,
-amounts, job id ranges, titled tables, reservations and policy actions in a few
-words; and the error of a command that cannot be carried out.
+amounts, job id ranges, host ranges, titled tables, reservations and policy actions
+in a few words; and the error of a command that cannot be carried out.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from rich.table import Table
 
+from xce.config.hostnames import fold_hostnames
 from xce.model.job_ids import id_ranges
 from xce.model.result import Reservation
 from xce.policy import (
@@ -70,6 +71,16 @@ def plural(count: int, word: str) -> str:
 
 def short_ranges(jobs: Iterable[int]) -> str:
     return id_ranges(jobs, most=RANGES)
+
+
+def hosts_text(hosts: Iterable[tuple[str, int]]) -> str:
+    """Execution hosts with their slots as `4*n[011-014] 2*n020`: hosts of the same slot
+    count folded into host ranges."""
+    by_slots: dict[int, list[str]] = {}
+    for name, slots in hosts:
+        by_slots.setdefault(slots, []).append(name)
+    return " ".join(f"{slots}*{pattern}" for slots, names in by_slots.items()
+                    for pattern in fold_hostnames(names))
 
 
 def titled_table(title: str, *columns: str, right: Iterable[str] = ()) -> Table:

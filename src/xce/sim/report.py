@@ -33,7 +33,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from xce.model.cost import template_prices
+from xce.model.durations import duration_text
 from xce.sim.metrics import percentile
+from xce.sim.summary_text import format_value
 
 if TYPE_CHECKING:
     from xce.sim.driver import Simulator
@@ -137,17 +139,6 @@ def time_unit(span: float) -> tuple[str, float]:
     return "days", 86400.0
 
 
-def duration(seconds: float) -> str:
-    """A wait time for a label: `45 s`, `12.5 min`, `3.2 h`, `1.5 d`."""
-    if seconds < 60:
-        return f"{seconds:.3g} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.3g} min"
-    if seconds < 86400:
-        return f"{seconds / 3600:.3g} h"
-    return f"{seconds / 86400:.3g} d"
-
-
 # ---------------------------------------------------------------------- plots
 
 
@@ -199,7 +190,7 @@ def _waits_plot(waits: Sequence[float], path: Path) -> None:
         ax.plot([], [], " ", label=f"{quick:,} jobs waited < 1 s (not shown)")
     for fraction, name, color in ((0.5, "p50", "tab:green"), (0.95, "p95", "tab:red")):
         value = percentile(ordered, fraction)
-        label = f"{name} = {duration(value)}"
+        label = f"{name} = {duration_text(value)}"
         if value >= 1.0:
             ax.axvline(value, color=color, linestyle="--", label=label)
         else:
@@ -209,15 +200,6 @@ def _waits_plot(waits: Sequence[float], path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- html
-
-
-def format_value(value: object) -> str:
-    """A summary value for humans (as `xce sim run` prints it)."""
-    if isinstance(value, float):
-        return f"{value:,.3f}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
-    return str(value)
 
 
 STYLE = """
@@ -257,7 +239,7 @@ def _cost_table(summary: dict[str, Any], prices: dict[str, float]) -> str:
 def _html(title: str, summary: dict[str, Any], prices: dict[str, float] | None = None) -> str:
     rows = "\n".join(
         f"<tr><th>{html.escape(str(key))}</th>"
-        f"<td class=\"value\">{html.escape(format_value(value))}</td></tr>"
+        f"<td class=\"value\">{html.escape(format_value(value, str(key)))}</td></tr>"
         for key, value in summary.items()
     )
     figures = "\n".join(

@@ -7,7 +7,8 @@
   processors <= 0, submit < 0, a repeated job number) and malformed lines are
   skipped and counted by reason; submit times become relative to the earliest job.
 * `.yaml` / `.yml`: a `jobs:` list of `{id or ids, submit, run, n, user, queue,
-  run_limit, res, gpus}` (a scenario file's other top-level keys are ignored).
+  run_limit, res, gpus, name, array, depend, exit, end_orphan}` (a scenario file's
+  other top-level keys are ignored).
   Problems raise WorkloadError naming file, line and field.
 
 `transform` cuts a time window, keeps the first N jobs and scales the arrival rate.
@@ -27,6 +28,9 @@ import msgspec
 
 from xce.config import ConfigError, load_yaml
 from xce.config.fields import MapReader, Place, as_id_range, as_list
+from xce.resreq import ResReqError, parse
+from xce.resreq.arrays import ArrayError, parse_indices
+from xce.resreq.depend import MAX_INDEX
 
 MALFORMED: Final = "malformed"
 SUBMIT_NEGATIVE: Final = "submit < 0"
@@ -37,7 +41,7 @@ DUPLICATE_ID: Final = "duplicate job number"
 SWF_FIELDS: Final = 18
 YAML_JOB_KEYS = (
     "id", "ids", "submit", "run", "n", "user", "queue", "mem_per_proc_mb", "run_limit",
-    "requested_time", "res", "gpus",
+    "requested_time", "res", "gpus", "name", "array", "depend", "exit", "end_orphan",
 )
 UNKNOWN_USER: Final = "nobody"  # SWF user -1 (unknown); also the YAML default
 
@@ -61,6 +65,16 @@ class WorkloadJob(msgspec.Struct, frozen=True, gc=False):
     run_limit: float | None = None
     res: str = ""  # requirement string (YAML workloads)
     gpus: int = 0  # GPUs on each host of the job (YAML workloads; bsub -gpu "num=N")
+    # YAML workloads: the job's name; an element of a job array (`array` its id,
+    # `index`, `array_limit` its %N; JobSpec's); its dependency condition (`depend`,
+    # `end_orphan`: -ti); the exit code it ends with (nonzero: EXIT).
+    name: str = ""
+    array: int = 0
+    index: int = 0
+    array_limit: int = 0
+    depend: str = ""
+    exit_code: int = 0
+    end_orphan: bool = False
 
 
 class Workload(msgspec.Struct):
@@ -296,8 +310,11 @@ def read_yaml_jobs(path: str | os.PathLike[str]) -> Workload:
     `submit` (seconds, default 0), `n` (processors, default 1), `user` (default
     "nobody"), `queue` (default "": the first queue), and optionally
     `mem_per_proc_mb`, `run_limit` (seconds, >= 0; `requested_time` is the older
-    spelling, as SWF names it), `res` (a requirement string) and `gpus` (GPUs on
-    each host of the job, >= 0). Submit times are kept as written.
+    spelling, as SWF names it), `res` (a requirement string), `gpus` (GPUs on
+    each host of the job, >= 0), `name`, `array` (`"1-100%5"`: `id` is the array's
+    id, its elements are id + index; docs/simulator.md), `depend` (a `-w`
+    condition, checked when the job arrives), `end_orphan` (-ti) and `exit` (the exit
+    code the job ends with, default 0). Submit times are kept as written.
     """
     filename = str(path)
     try:
@@ -331,17 +348,49 @@ def _yaml_workload(text: str, filename: str, default_name: str) -> Workload:
         queue = job.text("queue", "")
         mem = job.optional_number("mem_per_proc_mb", minimum=0)
         limit = _yaml_run_limit(job)
-        res = job.text("res", "", nonempty=False)
+        res = _yaml_requirement(job)
         gpus = job.integer("gpus", 0, minimum=0)
-        for job_id in ids:
+        extras, elements = _yaml_extras(job)
+        for job_id in elements or ids:
             if job_id in seen:
                 id_place.fail(f"duplicate job id {job_id}")
             seen.add(job_id)
             jobs.append(
                 WorkloadJob(job_id, submit, run, procs, user, queue, mem, limit, res, gpus)
+                if extras is None
+                else msgspec.structs.replace(
+                    extras, id=job_id, submit=submit, run=run, procs=procs, user=user,
+                    queue=queue, mem_per_proc_mb=mem, run_limit=limit, res=res, gpus=gpus,
+                    index=job_id - extras.array if extras.array else 0,
+                )
             )
     jobs.sort(key=_job_order)
     return Workload(name=name, jobs=jobs)
+
+
+def _yaml_extras(job: MapReader) -> tuple[WorkloadJob | None, list[int] | None]:
+    """A YAML job's name, array, dependency and exit code, as the fields of a
+    WorkloadJob (the others are placeholders; None when it has none), and for an
+    `array` entry its elements' ids (its `id` plus each index)."""
+    if not any(key in job for key in ("name", "array", "depend", "exit", "end_orphan")):
+        return None, None
+    array = limit = 0
+    elements: list[int] | None = None
+    if "array" in job:
+        if "ids" in job:
+            job.key_place("array").fail("an array entry gives the array's id (id), not ids")
+        array = job.integer("id", minimum=0)
+        try:
+            spec = parse_indices(job.text("array"), MAX_INDEX)
+        except ArrayError as err:
+            job.value_place("array").fail(str(err))
+        limit = spec.limit
+        elements = [array + index for index in spec.indices]
+    return WorkloadJob(
+        0, 0.0, 1.0, 1, "", "", name=job.text("name", "", nonempty=False), array=array,
+        array_limit=limit, depend=job.text("depend", "", nonempty=False),
+        exit_code=job.integer("exit", 0), end_orphan=job.flag("end_orphan", False),
+    ), elements
 
 
 def _yaml_run_limit(job: MapReader) -> float | None:
@@ -350,6 +399,18 @@ def _yaml_run_limit(job: MapReader) -> float | None:
         job.key_place("requested_time").fail("give one of run_limit or requested_time")
     key = "requested_time" if "requested_time" in job else "run_limit"
     return job.optional_number(key, minimum=0)
+
+
+def _yaml_requirement(job: MapReader) -> str:
+    """A YAML job's `res`, a requirement string that must parse: `file:line: jobs[3]:
+    requirement error at column 12: ...` (the job's place, the line of its `res`)."""
+    res = job.text("res", "", nonempty=False)
+    try:
+        parse(res)
+    except ResReqError as err:
+        at = job.value_place("res")
+        Place(at.filename, at.line, job.place.field).fail(str(err))
+    return res
 
 
 # --- transform -------------------------------------------------------------------------
