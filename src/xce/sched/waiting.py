@@ -93,15 +93,7 @@ class Waits:
         """Register a job that is an array element, named, or dependent, and bind its
         dependency (when not bound already)."""
         self.active = True
-        if spec.array:
-            record = self.arrays.get(spec.array)
-            if record is None:
-                record = self.arrays[spec.array] = ArrayRecord(spec)
-                if spec.name:
-                    self.memory.add_name(spec.user, spec.name, (spec.submit, spec.array))
-            record.elements[spec.id] = None
-        elif spec.name:
-            self.memory.add_name(spec.user, spec.name, (spec.submit, spec.id))
+        self._register(spec)
         if spec.depend and spec.id not in self.dependencies and not self.restoring:
             self._bind(state, spec)
 
@@ -256,22 +248,27 @@ class Waits:
         if memory.due(event.time):
             self._forget(memory.forget_old(event.time, self.watch))
 
+    def _register(self, spec: JobSpec) -> None:
+        """Remember a job's array (its element) and its name, for conditions naming
+        them (the array's name stands for the array)."""
+        if spec.array:
+            record = self.arrays.get(spec.array)
+            if record is None:
+                record = self.arrays[spec.array] = ArrayRecord(spec)
+                if spec.name:
+                    self.memory.add_name(spec.user, spec.name, (spec.submit, spec.array))
+            record.elements[spec.id] = None
+        elif spec.name:
+            self.memory.add_name(spec.user, spec.name, (spec.submit, spec.id))
+
     def restore(self, event: EndedJobsRestored) -> None:
         """Ended jobs of a state being rebuilt, with their names and arrays."""
         for ended in event.jobs:
             self.memory.remember(ended)
             self.active = True
-            if ended.array:
-                record = self.arrays.get(ended.array)
-                if record is None:
-                    spec = JobSpec(id=ended.id, user=ended.user, name=ended.name,
-                                   submit=ended.submit, array=ended.array)
-                    record = self.arrays[ended.array] = ArrayRecord(spec)
-                    if ended.name:
-                        self.memory.add_name(ended.user, ended.name, (ended.submit, ended.array))
-                record.elements[ended.id] = None
-            elif ended.name:
-                self.memory.add_name(ended.user, ended.name, (ended.submit, ended.id))
+            if ended.array or ended.name:
+                self._register(JobSpec(id=ended.id, user=ended.user, name=ended.name,
+                                       submit=ended.submit, array=ended.array))
 
     def _notify(self, job_id: int, status: int, code: int | None, time: float) -> None:
         leaves = self.watch.get(job_id)
