@@ -32,6 +32,7 @@ from xce.cli.client_cmds import (
     queues_lines,
     table,
 )
+from xce.cli.control_cmds import CONTROL_COMMANDS
 from xce.cli.provisioner_cmd import running_lines, status_lines
 from xce.model.api import (
     CatalogInfo,
@@ -379,7 +380,7 @@ def controller(server: FakeController, monkeypatch: pytest.MonkeyPatch) -> FakeC
     return server
 
 
-CLI = click.Group("xce", commands=CLIENT_COMMANDS)
+CLI = click.Group("xce", commands=[*CLIENT_COMMANDS, *CONTROL_COMMANDS])
 
 
 def xce(*args: str) -> Result:

@@ -95,7 +95,7 @@ CASES = {
     "unknown-field": Refusal("POST", "/jobs", job(bogus=1), who="alice", status=400,
                              words=("unknown field `bogus`",)),
     "huge-priority": Refusal("POST", "/jobs", job(priority=HUGE), who="alice", status=400,
-                             words=("bad request body", "64-bit", "$.priority")),
+                             words=("bad request body", "<= 100", "$.priority")),  # (-sp)
     "huge-slots": Refusal("POST", "/agents/n1/register", {"slots": HUGE}, who="n1", status=400,
                           words=("64-bit", "$.slots")),
     "huge-exit-code": Refusal(

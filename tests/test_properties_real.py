@@ -169,8 +169,9 @@ def check_pending_jobs_truly_did_not_fit(world: World) -> None:
     dispatched = {d.job: d for d in result.dispatch}
     kind = kinds(result)
     evaluated = {
-        t.job for t in result.trace if t.stage == "real" and t.check not in ("limit", "hold")
-    }
+        t.job for t in result.trace
+        if t.stage == "real" and t.check not in ("limit", "hold", "never")
+    }  # (a job nothing could ever run is not evaluated: sched/ever.py)
     model = Model(world)
     at_catalog = started_model(world, result)  # limits as the catalog pass sees them
     order = scheduling_order(world, [j for j in world.pending_ids() if not world.jobs[j].hold])

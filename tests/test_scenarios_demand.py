@@ -113,10 +113,13 @@ def test_job_too_big_for_any_template_host_names_the_template_shape(session):
     s = session("""
         now: 1000
         cluster:
+          hosts:
+            - {name: h, slots: 32}
           catalog:
             templates:
               - {name: c5, provider: aws, slots: 16, max: 10}
         jobs:
+          - {id: 9, n: 32, state: RUN, hosts: {h: 32}, start: 0}
           - {id: 1, n: 32, res: "span[hosts=1]"}
     """)
     assert s.reasons == {
@@ -459,7 +462,7 @@ def test_queue_that_may_not_burst_keeps_its_real_reason_and_asks_for_nothing(ses
         now: 1000
         cluster:
           hosts:
-            - {name: h, slots: 1}
+            - {name: h, slots: 2}
           queues:
             - {name: short, priority: 50, hosts: [h]}
             - {name: normal, priority: 30}
@@ -467,7 +470,7 @@ def test_queue_that_may_not_burst_keeps_its_real_reason_and_asks_for_nothing(ses
             templates:
               - {name: t, provider: aws, slots: 4, max: 10}
         jobs:
-          - {id: 1, queue: normal, state: RUN, hosts: {h: 1}, start: 0}
+          - {id: 1, queue: normal, n: 2, state: RUN, hosts: {h: 2}, start: 0}
           - {id: 2, queue: short, n: 2, submit: 10}
           - {id: 3, queue: normal, n: 2, submit: 20}
     """)
@@ -485,11 +488,12 @@ def test_select_that_no_template_satisfies(session):
         cluster:
           resources: {mem: {type: numeric, consumable: true}}
           hosts:
-            - {name: h, slots: 8, resources: {mem: 64000}}
+            - {name: h, slots: 8, resources: {mem: 640000}}
           catalog:
             templates:
               - {name: t, provider: aws, slots: 4, max: 10, resources: {mem: 30000}}
         jobs:
+          - {id: 9, n: 8, state: RUN, hosts: {h: 8}, start: 0}
           - {id: 1, res: "select[mem>500000]"}
     """)
     assert s.reasons == {1: "No template can host this job: select[mem>500000]"}

@@ -23,6 +23,7 @@ from xce.model.events import JobFinished, JobSubmitted
 from xce.model.jobs import JobSpec
 from xce.resreq import GpuError, GpuRequest, ResReqError, parse, parse_gpu, validate
 from xce.scenario import load_scenario_text
+from xce.sched.reasons import NEVER_RUNS
 from xce.sched.state import SchedulerState, SubmitError
 from xce.sim.driver import Simulator
 from xce.sim.workload import load_workload
@@ -159,6 +160,11 @@ def test_pend_reason_names_gpus_per_host_and_the_most_free_on_an_eligible_host(s
           hosts:
             - {name: g1, slots: 8, gpus: 1, resources: {mem: 1000}}
             - {name: g2, slots: 8, gpus: 1, resources: {mem: 1000}}
+            - {name: g3, slots: 16, gpus: 2, resources: {mem: 2000}}
+            - {name: g4, slots: 16, gpus: 2, resources: {mem: 2000}}
+        hosts:  # (closed: so that every job could run some day)
+          - {name: g3, state: closed}
+          - {name: g4, state: closed}
         jobs:
           - {id: 1, n: 16, res: "span[ptile=8]", gpus: 2, submit: 1}
           - {id: 2, n: 17, gpus: 1, submit: 2}
@@ -185,7 +191,8 @@ def test_gpu_job_on_a_cluster_without_gpus_pends_for_them(session):
           - {id: 2, submit: 2}
     """)
     assert s.dispatched == {2: {"c1": 1}}
-    assert s.reasons == {1: no_gpus(1, 0)}
+    assert s.reasons == {1: NEVER_RUNS + ": job requests 1 GPUs per host; the most any "
+                            "host or template has is 0"}
 
 
 # --------------------------------------------------------------------------- running jobs
@@ -345,8 +352,8 @@ def test_no_template_with_enough_gpus_says_so(session):
     """))
     assert s.demand["hosts"] == []
     assert s.reasons == {
-        1: "No template can host this job: template aws.c5 has 0 GPUs per host, the job "
-        "needs 16 on each of its hosts"
+        1: NEVER_RUNS + ": job requests 16 GPUs per host; the most any host or template "
+        "has is 8"
     }
 
 
@@ -417,8 +424,8 @@ def test_the_catalog_example_of_scheduling_md(session):
     )
     assert s.reasons == {
         21: waiting, 22: waiting, 23: waiting, 24: waiting,
-        25: "No template can host this job: template aws.c5 has 0 GPUs per host, the "
-        "job needs 16 on each of its hosts",
+        25: "No host or template can ever run this job: job requests 16 GPUs per host; "
+        "the most any host or template has is 8",
     }
 
 

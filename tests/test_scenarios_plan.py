@@ -681,9 +681,13 @@ def test_a_job_that_can_never_fit_takes_no_reservation_nor_the_depth(session, wi
         "a job that can never fit takes no reservation and does not use up the depth: "
         "the next blocked job gets it"
     )
-    n = 16 if "n: 16" in wide else 6
+    never = (
+        "job requests 16 slots; the most this cluster offers is 8 (all hosts)"
+        if "n: 16" in wide else
+        "job requests 6 slots on one host; the most this cluster offers is 4 (host n01)"
+    )
     assert s.reasons == {
-        10: f"Not enough job slots: {n} needed, 0 free on eligible hosts",
+        10: f"No host or template can ever run this job: {never}",
         11: "Reserved: expected to start at 2000 (in 17 min) on n01 (4 slots)",
     }
 

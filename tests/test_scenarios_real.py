@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from xce.cli.main import main
 from xce.config import ConfigError
 from xce.scenario import load_scenario_text
+from xce.sched.reasons import NEVER_RUNS
 
 SCENARIO_FILE = "scenario.yaml"
 
@@ -367,9 +368,10 @@ def test_shared_tokens_need_a_pool_reaching_every_host_of_the_job(session):
       - {id: 2, n: 1, res: "rusage[hspice=1]", submit: 10}
     """
     )
-    assert s.reasons == {1: "Short 1 of hspice (shared): 0 free"}, (
+    assert s.reasons == {1: NEVER_RUNS + ": job requests 2 slots; the most this cluster "
+                            "offers with 1 hspice from one pool is 1 (all hosts)"}, (
         "job 1 spreads over a and b; site does not reach b and wide, the only pool "
-        "reaching both, has no token"
+        "reaching both, has no token and none to borrow: it can never run"
     )
     assert s.dispatched == {2: {"a": 1}}, "a 1-slot job on a takes its token from site"
 
@@ -540,7 +542,8 @@ def test_pend_reason_no_host_satisfies_select(session):
         jobs:
           - {id: 1, res: "select[mem>500000]"}
     """)
-    assert s.reasons == {1: "No host satisfies select[mem>500000]"}
+    assert s.reasons == {1: NEVER_RUNS + ": No host or template satisfies "
+                            "select[mem>500000] (largest mem: 64000 on a)"}
 
 
 def test_pend_reason_no_host_available_to_queue_without_select(session):
@@ -554,8 +557,10 @@ def test_pend_reason_no_host_available_to_queue_without_select(session):
         jobs:
           - {id: 1}
     """)
-    assert s.reasons == {1: "No host is available to queue cloud"}, (
-        "the queue's list names only templates and no host of them exists"
+    assert s.reasons == {
+        1: NEVER_RUNS + ": queue cloud has no host nor template that may ever run jobs"
+    }, (
+        "the queue's list names only templates and no template of them is configured"
     )
 
 
@@ -565,8 +570,9 @@ def test_pend_reason_not_enough_consumable(session):
         cluster:
           resources: {mem: {type: numeric, consumable: true}}
           hosts:
-            - {name: a, slots: 8, resources: {mem: 8000}}
+            - {name: a, slots: 8, resources: {mem: 16000}}
         jobs:
+          - {id: 9, n: 1, res: "rusage[mem=8000]", state: RUN, hosts: {a: 1}, start: 0}
           - {id: 1, n: 4, res: "rusage[mem=4000]"}
     """)
     assert s.reasons == {
@@ -580,8 +586,9 @@ def test_first_failing_check_is_the_pend_reason_slots_before_consumables(session
         cluster:
           resources: {mem: {type: numeric, consumable: true}}
           hosts:
-            - {name: a, slots: 2, resources: {mem: 4000}}
+            - {name: a, slots: 8, resources: {mem: 16000}}
         jobs:
+          - {id: 9, n: 6, res: "rusage[mem=2000]", state: RUN, hosts: {a: 6}, start: 0}
           - {id: 1, n: 4, res: "rusage[mem=4000]"}
     """)
     assert s.reasons == {1: "Not enough job slots: 4 needed, 2 free on eligible hosts"}, (
@@ -603,7 +610,8 @@ def test_first_failing_check_is_the_pend_reason_limit_before_resources(session):
           - {id: 2, user: alice, res: "select[mem>500000]", submit: 10}
     """)
     assert s.reasons == {2: "The user has reached the limit per-user (2 slots)"}, (
-        "check 1 (limits) comes before check 2 (select)"
+        "check 1 (limits) comes before check 2 (select), even for a job nothing could "
+        "ever run"
     )
     assert [(e.stage, e.check) for e in s.trace(2)] == [("real", "limit")]
 
@@ -728,14 +736,14 @@ def test_json_pending_lists_every_job_with_its_own_reason_in_scheduling_order(ru
         now: 1000
         cluster:
           hosts:
-            - {name: h, slots: 1}
+            - {name: h, slots: 2}
         jobs:
-          - {id: 1, n: 1, submit: 0}
+          - {id: 1, n: 2, submit: 0}
           - {id: 2, n: 2, submit: 10}
           - {id: 3, n: 1, submit: 20, hold: true}
           - {id: 4, n: 1, submit: 30}
     """)
-    assert obj["dispatch"] == [{"job": 1, "hosts": {"h": 1}}]
+    assert obj["dispatch"] == [{"job": 1, "hosts": {"h": 2}}]
     assert obj["pending"] == [
         {"job": 2, "reason": "Not enough job slots: 2 needed, 0 free on eligible hosts"},
         {"job": 3, "reason": "The job was suspended by the user while pending"},

@@ -34,6 +34,7 @@ from xce.model.events import (
     InstanceRecorded,
     JobAccounted,
     JobSubmitted,
+    JobSuspended,
     LeaseGranted,
     LeaseReleased,
     RequestChanged,
@@ -61,8 +62,8 @@ queues:
   - {name: normal, priority: 30}
 catalog:
   templates:
-    - {name: loc, provider: local, slots: 2, max: 3, rank: 1}
-"""
+    - {name: loc, provider: local, slots: 2, max: 3, rank: 1, resources: {gpu: true}}
+"""  # (select[gpu]: a job no host present satisfies, but one that could run some day)
 ADMIN = Identity("root-admin", "admin")
 PROVISIONER = "prov-a"
 
@@ -78,6 +79,7 @@ RECORDS: list[ControllerRecord] = [
     TokensChanged("vcs", "borrow_requested", 1.0, 100.0),
     JobAccounted(1, "alice", "normal", "EXIT", 90.0, 100.0, 95.0, 1, {"n1": 1}, 127,
                  failure="unknown user 'alice' on n1", cpu_time=0.0, time=100.0),
+    JobSuspended(1, True, 100.0, "alice"),
 ]
 
 

@@ -44,9 +44,11 @@ from xce.model.events import (
     JobFinished,
     JobHeld,
     JobKilled,
+    JobModified,
     JobRequeued,
     JobStarted,
     JobSubmitted,
+    JobSuspended,
     LeaseGranted,
     LeaseReleased,
     PoolHistoryRestored,
@@ -115,6 +117,10 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
         JobAccounted(job=8, user="alice", queue="normal", state="EXIT", submit=1.0, end=4.0,
                      start=3.0, n=4, hosts={"n01": 2, "n02": 2}, exit_code=3,
                      failure="SIGSEGV (Segmentation fault) on n01", cpu_time=1.5, time=4.0),
+        JobSuspended(job=8, suspended=True, time=3.5, by="alice"),
+        JobModified(job=7, spec=JobSpec(id=7, user="alice", queue="normal", n=2, submit=1.5,
+                                        order=0.5, hosts=("n01",), exclusive=True),
+                    time=2.5, change="-n 2"),
     ]
 
 

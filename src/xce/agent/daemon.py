@@ -26,6 +26,7 @@ import msgspec
 
 from xce.agent.jobs import JobStore
 from xce.agent.spot import MetadataError, SpotWatch
+from xce.agent.suspend import hold_stopped
 from xce.model.api import (
     PEEK_BYTES,
     ApiError,
@@ -230,6 +231,11 @@ class Agent:
             self.store.kill(job)
         for launch in reply.start:
             self.store.start(launch)
+        for job, limit in reply.limits.items():  # (xce modify -W on a running job)
+            self.store.set_limit(job, limit)
+        # Stopped while listed (xce stop), continued once not (an older controller
+        # lists none).
+        hold_stopped(self.store, set(reply.suspended))
         if reply.peek:  # someone waits for it (`xce peek`): sent at once
             self._outputs = self._read_outputs(reply.peek)
             self._wake.set()

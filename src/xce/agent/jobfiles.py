@@ -24,6 +24,7 @@ LOCK = "lock"  # locked by the shim while it lives
 PIDS = "pids.json"
 GPUS = "gpus.json"  # the devices the agent gave the job (a job of Launch.gpus > 0)
 STATUS = "status.json"
+STOPPED = "stopped.json"  # the agent stopped the job (SIGSTOP) for the controller (xce stop)
 SHIM_LOG = "shim.log"
 DEFAULT_OUTPUT = "stdout"
 
@@ -67,6 +68,13 @@ class KillRequest(msgspec.Struct, frozen=True):
 
     time: float
     reason: str = ""
+
+
+class Stopped(msgspec.Struct, frozen=True):
+    """The job's process group was stopped (SIGSTOP) then, for the controller: it is
+    continued (SIGCONT) once the controller no longer lists it, or when it is killed."""
+
+    time: float
 
 
 class GpuGrant(msgspec.Struct, frozen=True):

@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import msgspec
+
 from xce.agent import jobfiles
 from xce.agent.gpus import grant_gpus
 from xce.agent.jobfiles import (
@@ -27,6 +29,7 @@ from xce.agent.jobfiles import (
     LOCK,
     PIDS,
     STATUS,
+    STOPPED,
     GpuGrant,
     Held,
     KillRequest,
@@ -45,7 +48,7 @@ LOST_EXIT_CODE = -1
 DEFAULT_KILL_GRACE = 10.0
 # Removed on ack, `launch.json` first: a directory without it is no job any more.
 # What stays is the job's default output file and a shim.log that says something.
-BOOKKEEPING = (LAUNCH, HELD, KILL, PIDS, GPUS, STATUS, LOCK)
+BOOKKEEPING = (LAUNCH, HELD, KILL, PIDS, GPUS, STATUS, STOPPED, LOCK)
 
 
 class StateDirError(Exception):
@@ -237,6 +240,17 @@ class JobStore:
                 reached.append(job)
         return reached
 
+    def set_limit(self, job: int, limit: float | None) -> None:
+        """The controller changed a running job's run limit (`xce modify -W`): kept
+        in its launch file (so an agent restart keeps it) and counted from its start."""
+        jobdir = self.directory(job)
+        launch = jobfiles.read(jobdir / LAUNCH, Launch)
+        if launch is None or launch.run_limit == limit:
+            return
+        write_atomic(jobdir / LAUNCH, msgspec.structs.replace(launch, run_limit=limit))
+        log.info("job %d: run limit now %s", job, "none" if limit is None else f"{limit:g} s")
+        self._deadlines.pop(job, None)  # (recomputed from the launch file)
+
     def _deadline(self, job: int) -> float | None:
         """When `job` reaches its run limit; None: no limit, not started yet, ended or
         being ended."""
@@ -268,8 +282,12 @@ class JobStore:
         if not overdue and job in self._terminated:
             return
         sig = signal.SIGKILL if overdue else signal.SIGTERM
-        if signal_job(self.directory(job), sig) and not overdue:
+        jobdir = self.directory(job)
+        if signal_job(jobdir, sig) and not overdue:
             self._terminated.add(job)
+        if (jobdir / STOPPED).exists():  # stopped (xce stop): continued to take the TERM
+            signal_job(jobdir, signal.SIGCONT)
+            (jobdir / STOPPED).unlink(missing_ok=True)
 
     def _runs(self, jobdir: Path) -> bool:
         if (jobdir / STATUS).exists():

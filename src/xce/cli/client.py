@@ -36,7 +36,11 @@ from xce.model.api import (
     JobInfo,
     JobList,
     JobOutput,
+    JobsChanged,
+    JobSelection,
     KillResult,
+    Modified,
+    ModifyRequest,
     PoolInfo,
     QueueList,
     RequestList,
@@ -44,6 +48,7 @@ from xce.model.api import (
     SessionOutput,
     SubmitRequest,
     Submitted,
+    SwitchRequest,
     TokensRequest,
 )
 from xce.model.result import Demand, Idle, demand_from_json, idle_from_json
@@ -103,6 +108,24 @@ class Client:
 
     def resume(self, job: int) -> JobInfo:
         return self._post(f"/jobs/{job}/resume", JobInfo)
+
+    def modify(self, job: int, request: ModifyRequest) -> Modified:
+        return self._post(f"/jobs/{job}/modify", Modified, request)
+
+    def switch(self, job: int, queue: str) -> Modified:
+        return self._post(f"/jobs/{job}/switch", Modified, SwitchRequest(queue))
+
+    def move(self, job: int, top: bool) -> Modified:
+        """`xce top` (top) / `xce bottom`."""
+        return self._post(f"/jobs/{job}/{'top' if top else 'bottom'}", Modified)
+
+    def requeue(self, job: int) -> JobInfo:
+        return self._post(f"/jobs/{job}/requeue", JobInfo)
+
+    def act_on_jobs(self, action: str, user: str = "", queue: str = "") -> JobsChanged:
+        """kill, stop or resume every unfinished job of `user` ("": yours; "all") in
+        `queue` ("": any): `xce kill 0 -u USER -q QUEUE`."""
+        return self._post(f"/jobs/{action}", JobsChanged, JobSelection(user, queue))
 
     def peek(self, job: int) -> JobOutput:
         """The output so far of a running job (its host is asked: may take seconds)."""

@@ -28,7 +28,6 @@ from xce.cli.job_refs import (
     ref_text,
     shown_id,
     shown_name,
-    target,
 )
 from xce.cli.runlimit import limit_text, run_limit_option
 from xce.model.api import (
@@ -42,6 +41,7 @@ from xce.model.api import (
 )
 from xce.model.cluster import ResourceValue
 from xce.model.cost import costs, template_prices
+from xce.model.jobs import MAX_USER_PRIORITY
 from xce.model.result import number
 from xce.resreq import GpuRequest
 
@@ -158,11 +158,16 @@ def job_long(job: JobInfo) -> list[str]:
     if job.depend:
         submitted.append(f"Dependency Condition <{job.depend}>")
     lines = [", ".join(head), f"{long_time(job.submit_time)}: {', '.join(submitted)};"]
+    lines += [f"{long_time(c.time)}: Parameters of Job are changed: {c.change};"
+              for c in job.changes]  # (xce modify, top, bottom, switch)
     if job.run_limit is not None:  # as bjobs -l: after the submission
         lines += ["", f" RUNLIMIT {limit_text(job.run_limit)}", ""]
     if job.start_time is not None:
         hosts = " ".join(f"<{part}>" for part in exec_host_parts(job.exec_hosts))
         lines.append(f"{long_time(job.start_time)}: Started {job.n} Task(s) on Host(s) {hosts};")
+    if job.suspended_time is not None:  # USUSP: stopped while running (xce stop)
+        lines.append(f"{long_time(job.suspended_time)}: Suspended by the user or "
+                     f"administrator <{job.suspended_by}>;")
     if job.end_time is not None:
         lines.append(f"{long_time(job.end_time)}: {_ending(job)}")
     if job.state in PENDING and job.pend_reason:
@@ -396,6 +401,8 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 @click.option("-e", "error", default="", metavar="FILE",
               help="Standard error file [default: with the standard output].")
 @click.option("-H", "hold", is_flag=True, help="Hold the job: it pends in PSUSP.")
+@click.option("-sp", "priority", type=click.IntRange(1, MAX_USER_PRIORITY), default=None,
+              help=f"User priority, 1 to {MAX_USER_PRIORITY}: higher first in its queue.")
 @click.option("-W", "run_limit", metavar="[hh:]mm", callback=run_limit_option,
               help="Run limit: minutes, or hours:minutes (the job is ended when it has "
               "run this long) [default: the queue's run_limit].")
@@ -403,14 +410,21 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
               help='GPUs on each host of the job, as LSF\'s bsub -gpu: '
               '"num=N[:mode=shared|exclusive_process][:j_exclusive=yes|no]" or - '
               "(num=1).")
+@click.option("-m", "hosts", default="", metavar='"HOST|GROUP ..."',
+              help='Hosts the job may run on, space separated: host names, host groups, '
+              '"template:GLOB" (provisioned hosts of matching templates).')
+@click.option("-x", "exclusive", is_flag=True,
+              help="Exclusive: the job runs on hosts running no other job, and no other "
+              "job starts on them while it runs.")
 @click.option("--cwd", metavar="DIR", help="Working directory [default: the current one].")
 @click.option("-u", "user", default="", metavar="USER",
               help="Submit as USER (admins only).")
 @with_client
 def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue: str,
            name: str, depend: str, end_orphan: bool, output: str, error: str, hold: bool,
-           run_limit: float | None, gpu: GpuRequest | None, cwd: str | None,
-           user: str) -> None:
+           priority: int | None,
+           run_limit: float | None, gpu: GpuRequest | None, hosts: str, exclusive: bool,
+           cwd: str | None, user: str) -> None:
     """Submit COMMAND as a job, like bsub.
 
     The job runs in the current directory with the current environment (except
@@ -423,10 +437,11 @@ def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue
         # The token is a credential: it must not be stored in the job record.
         env={key: value for key, value in os.environ.items() if key != "XCE_TOKEN"},
         output=output, error=error, hold=hold, user=user, run_limit=run_limit,
+        priority=priority or 0,
         gpus=gpu.num if gpu is not None else 0,
         gpu_mode=gpu.mode if gpu is not None else "shared",
         gpu_exclusive=gpu is not None and gpu.exclusive, depend=depend,
-        end_orphan=end_orphan,
+        end_orphan=end_orphan, hosts=hosts.split(), exclusive=exclusive,
     )
     submitted = client.submit(request)
     click.echo(f"Job <{submitted.job}> is submitted to queue <{submitted.queue}>.")
@@ -503,15 +518,6 @@ def jobs(client: Client, job_ids: tuple[JobRef, ...], user: str | None, pending:
         context.exit(1)
 
 
-@click.command()
-@click.argument("job_ids", metavar="JOBID...", nargs=-1, type=JOB_REF, required=True)
-@with_client
-def kill(client: Client, job_ids: tuple[JobRef, ...]) -> None:
-    """Kill jobs, like bkill: a pending job ends at once, a running one is signalled.
-    A job array's id kills every element; ID[INDEX] one element."""
-    _each_job(job_ids, lambda ref: client.kill(target(client, ref)), "is being terminated")
-
-
 def _each_job(job_ids: Sequence[int | JobRef], act: Callable[[Any], object],
               done: str) -> None:
     """Act on each job in turn; report each; exit 1 at the end if any failed."""
@@ -524,22 +530,6 @@ def _each_job(job_ids: Sequence[int | JobRef], act: Callable[[Any], object],
             click.echo(f"Job <{shown}> {done}")
     if failed:
         click.get_current_context().exit(1)
-
-
-@click.command()
-@click.argument("job_ids", metavar="JOBID...", nargs=-1, type=int, required=True)
-@with_client
-def stop(client: Client, job_ids: tuple[int, ...]) -> None:
-    """Hold pending jobs (PSUSP), like bstop on a pending job."""
-    _each_job(job_ids, client.stop, "is being stopped")
-
-
-@click.command()
-@click.argument("job_ids", metavar="JOBID...", nargs=-1, type=int, required=True)
-@with_client
-def resume(client: Client, job_ids: tuple[int, ...]) -> None:
-    """Release held jobs (PSUSP -> PEND), like bresume; also for `submit -H`."""
-    _each_job(job_ids, client.resume, "is being resumed")
 
 
 @click.command()
@@ -560,13 +550,19 @@ def hosts(client: Client, long: bool, as_json: bool) -> None:
 
 
 @click.command()
+@click.option("-l", "long", is_flag=True,
+              help="Long format, as bqueues -l: each queue's limits, users and hosts.")
 @JSON_OPTION
 @with_client
-def queues(client: Client, as_json: bool) -> None:
+def queues(client: Client, long: bool, as_json: bool) -> None:
     """Show queues and their jobs, like bqueues."""
+    from xce.cli.queue_long import queues_long  # it builds on this module
+
     answer = client.queues()
     if as_json:
         _echo_json(answer)
+    elif long:
+        _echo_lines(queues_long(answer.queues))
     else:
         _echo_lines(queues_lines(answer.queues))
 
@@ -674,5 +670,5 @@ def expect_host(client: Client, template: str, provider: str, request: str,
 
 
 CLIENT_COMMANDS: list[click.Command] = [
-    submit, jobs, kill, stop, resume, hosts, queues, demand, idle, host,
+    submit, jobs, hosts, queues, demand, idle, host,  # (kill, stop, ...: control_cmds.py)
 ]

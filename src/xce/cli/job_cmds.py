@@ -94,6 +94,12 @@ def event_line(event: JobEvent, n: int) -> str:
             text = "Released: the job is pending again"
         case "started":
             text = f"Started {n} Task(s) on Host(s) {hosts}"
+        case "suspended" | "resumed":
+            text = ("Suspended (USUSP): the running job was stopped" if event.kind == "suspended"
+                    else "Resumed: the job runs again")
+            text += f" {event.reason}" if event.reason else ""
+        case "modified":  # (xce modify, top, bottom, switch: bhist's "Parameters of Job
+            text = f"Parameters of Job are changed: {event.reason}"  # are changed")
         case "requeued":
             text = f"Requeued from Host(s) {hosts}" + (f": {event.reason}" if event.reason
                                                         else "")

@@ -8,9 +8,11 @@ from xce import __version__
 from xce.cli.agent_cmd import agent
 from xce.cli.client import connection_options, remember_connection
 from xce.cli.client_cmds import CLIENT_COMMANDS
+from xce.cli.control_cmds import CONTROL_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
 from xce.cli.demo_cmd import demo
 from xce.cli.job_cmds import JOB_COMMANDS
+from xce.cli.modify_cmds import MODIFY_COMMANDS
 from xce.cli.provisioner_cmd import provisioner
 from xce.cli.requests_cmd import history, requests
 from xce.cli.sched_cmd import sched
@@ -41,7 +43,7 @@ main.add_command(controller)
 main.add_command(agent)
 main.add_command(provisioner)
 main.add_command(demo)
-for command in (*CLIENT_COMMANDS, *JOB_COMMANDS):
+for command in (*CLIENT_COMMANDS, *CONTROL_COMMANDS, *JOB_COMMANDS, *MODIFY_COMMANDS):
     main.add_command(command)
 main.add_command(resources)
 main.add_command(requests)

@@ -6,6 +6,7 @@ import os
 
 from xce.config.catalog import read_catalog
 from xce.config.fields import MapReader, Place, line_of
+from xce.config.groups import read_host_groups, read_user_groups
 from xce.config.hosts import read_hosts
 from xce.config.limits import read_limits
 from xce.config.marked_yaml import load_yaml, read_text
@@ -20,6 +21,8 @@ TOP_LEVEL_KEYS = (
     "session_interval",
     "resources",
     "hosts",
+    "host_groups",
+    "user_groups",
     "shared",
     "queues",
     "limits",
@@ -42,8 +45,9 @@ def build_config(
     "cluster" for a scenario's inline cluster), so fields read `cluster.hosts[0]`.
     `line` is reported when `doc` itself is wrong and carries no line (null, a scalar).
     Raises one ConfigError: the first problem found, sections checked in dependency
-    order (resources, hosts, shared, queues, limits, catalog, policy, simulation). A
-    section set to null counts as absent, except `queues:`, which then has no queue.
+    order (resources, hosts, host_groups, user_groups, shared, queues, limits, catalog,
+    policy, simulation). A section set to null counts as absent, except `queues:`,
+    which then has no queue.
     """
     root = Place(filename, line_of(doc, line), field_prefix)
     if doc is None:
@@ -63,11 +67,22 @@ def build_config(
     if (section := top.section("hosts")) is not None:
         hosts = read_hosts(*section, resources)
     host_names = frozenset(host.name for host in hosts)
-    shared = read_shared(top.get("shared"), top.value_place("shared"), resources, host_names)
+    host_groups: dict[str, tuple[str, ...]] = {}
+    if (section := top.section("host_groups")) is not None:
+        host_groups = read_host_groups(*section, host_names)
+    user_groups: dict[str, tuple[str, ...]] = {}
+    if (section := top.section("user_groups")) is not None:
+        user_groups = read_user_groups(*section)
+    shared = read_shared(
+        top.get("shared"), top.value_place("shared"), resources, host_names, host_groups
+    )
     queues = defaults.queues
     if "queues" in top:  # present but null is an empty list, not the default queue
         given = top.get("queues")
-        queues = read_queues([] if given is None else given, top.value_place("queues"), host_names)
+        queues = read_queues(
+            [] if given is None else given, top.value_place("queues"), host_names,
+            host_groups, user_groups,
+        )
     limits: tuple[Limit, ...] = ()
     if (section := top.section("limits")) is not None:
         limits = read_limits(*section, frozenset(queue.name for queue in queues))
@@ -84,6 +99,8 @@ def build_config(
         max_job_array_size=max_array,
         orphan_job_term_timeout=orphan_timeout,
         catalog=catalog,
+        host_groups=host_groups,
+        user_groups=user_groups,
         policy=read_policy(top.get("policy"), top.value_place("policy"), catalog),
         simulation=read_simulation(top.get("simulation"), top.value_place("simulation"), catalog),
     )

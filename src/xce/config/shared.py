@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from xce.config.fields import MapReader, Place, as_entries, describe
-from xce.config.host_patterns import read_entry_hosts
+from xce.config.host_patterns import NO_GROUPS, read_entry_hosts
 from xce.model.cluster import ResourceDef, SharedPool
 
 DEFAULT_POOL = "default"
@@ -18,6 +18,7 @@ def read_shared(
     place: Place,
     resources: dict[str, ResourceDef],
     static_hosts: Collection[str],
+    host_groups: Mapping[str, tuple[str, ...]] = NO_GROUPS,
 ) -> dict[str, tuple[SharedPool, ...]]:
     """Validate `shared:` into the pools of every shared resource.
 
@@ -34,7 +35,9 @@ def read_shared(
                 section.key_place(name).fail(f"unknown resource {name!r}")
             if not definition.shared:
                 section.key_place(name).fail(f"resource {definition.name!r} is not shared")
-            given[definition.name] = _read_pools(definition.name, pools, pools_place, static_hosts)
+            given[definition.name] = _read_pools(
+                definition.name, pools, pools_place, static_hosts, host_groups
+            )
     return {
         name: given.get(name, (SharedPool(resource=name, pool=DEFAULT_POOL, total=0),))
         for name, definition in resources.items()
@@ -43,7 +46,11 @@ def read_shared(
 
 
 def _read_pools(
-    resource: str, value: object, place: Place, static_hosts: Collection[str]
+    resource: str,
+    value: object,
+    place: Place,
+    static_hosts: Collection[str],
+    host_groups: Mapping[str, tuple[str, ...]],
 ) -> tuple[SharedPool, ...]:
     if isinstance(value, dict):
         shorthand = MapReader(value, place, _SHORTHAND_KEYS)
@@ -57,6 +64,6 @@ def _read_pools(
     for entry in entries:
         name = entry.unique_text("pool", names, "pool")
         total = entry.number("total", minimum=0)
-        hosts = read_entry_hosts(entry, static_hosts)
+        hosts = read_entry_hosts(entry, static_hosts, host_groups)
         pools.append(SharedPool(resource=resource, pool=name, total=total, hosts=hosts))
     return tuple(pools)

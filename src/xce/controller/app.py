@@ -11,7 +11,7 @@ import itertools
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -24,7 +24,9 @@ from xce.controller.journal import JournalFailed
 from xce.controller.leases import Lease
 from xce.controller.openapi import openapi_document
 from xce.controller.problems import ApiProblem, refuse
+from xce.controller.queue_info import queue_infos
 from xce.controller.records import INSTANCE_FINAL, REQUEST_FINAL, RequestRecord
+from xce.controller.suspend import USUSP
 from xce.controller.tokens import API_STEPS
 from xce.controller.view import FINISHED, PEND, PSUSP, RUN, JobRecord
 from xce.model.api import (
@@ -41,14 +43,17 @@ from xce.model.api import (
     HostList,
     HostsRequest,
     InstanceInfo,
+    JobChange,
     JobInfo,
     JobList,
+    JobsChanged,
+    JobSelection,
     KillResult,
     LeaseInfo,
     LeaseList,
     LeaseRelease,
     LeaseRequest,
-    QueueInfo,
+    ModifyRequest,
     QueueList,
     RefuseRequest,
     RegisterRequest,
@@ -57,6 +62,7 @@ from xce.model.api import (
     SessionOutput,
     SubmitRequest,
     Submitted,
+    SwitchRequest,
     TokensRequest,
     VanishedInstance,
 )
@@ -200,8 +206,10 @@ def job_info(ctl: Controller, job: JobRecord) -> JobInfo:
     pending = job.state in (PEND, PSUSP)
     reason, kind = ctl.sessions.pend_reason(spec.id) if pending else ("", "")
     reserved = ctl.sessions.reservation(spec.id) if pending else None
+    stopped = ctl.control.suspended(job)
     return JobInfo(
-        id=spec.id, user=spec.user, queue=spec.queue, state=job.state, n=spec.n,
+        id=spec.id, user=spec.user, queue=spec.queue,
+        state=USUSP if stopped is not None else job.state, n=spec.n,
         res=spec.res, name=spec.name, command=list(spec.command), submit_time=spec.submit,
         start_time=job.start_time, end_time=job.end_time, exec_hosts=dict(job.hosts),
         exit_code=job.exit_code, signal=job.signal, exit_reason=job.exit_reason,
@@ -211,6 +219,9 @@ def job_info(ctl: Controller, job: JobRecord) -> JobInfo:
         reserved_hosts=dict(reserved.hosts) if reserved is not None else {},
         failure=job.failure, cpu_time=job.cpu_time,
         array=spec.array, index=spec.index, depend=spec.depend,
+        suspended_by=stopped.by if stopped is not None else "",
+        suspended_time=stopped.time if stopped is not None else None,
+        changes=[JobChange(at, change) for at, change in job.changes],
     )
 
 
@@ -270,16 +281,45 @@ async def kill_job(request: web.Request) -> web.Response:
     return reply(KillResult(job_id, job.state))
 
 
-async def stop_job(request: web.Request) -> web.Response:
+async def control_job(request: web.Request) -> web.Response:
+    """bstop (hold a pending job: PSUSP; stop a running one: USUSP), bresume (the
+    reverse) and brequeue (a running or stopped job killed where it runs, pending
+    again): job_control.py."""
     who = caller(request, USERS)
     ctl = request.app[CONTROLLER]
-    return reply(job_info(ctl, await ctl.hold(who, job_id_of(request), True)))
+    step = {"stop": ctl.control.stop, "resume": ctl.control.resume,
+            "requeue": ctl.control.requeue}[request.match_info["action"]]
+    return reply(job_info(ctl, await step(who, job_id_of(request))))
 
 
-async def resume_job(request: web.Request) -> web.Response:
+async def modify_job(request: web.Request) -> web.Response:
+    """Change a pending job (a running one's run limit): bmod (job_changes.py)."""
     who = caller(request, USERS)
+    body = await body_of(request, ModifyRequest)
+    return reply(await request.app[CONTROLLER].changes.modify(who, job_id_of(request), body))
+
+
+async def switch_job(request: web.Request) -> web.Response:
+    """Move a pending job to another queue: bswitch."""
+    who = caller(request, USERS)
+    body = await body_of(request, SwitchRequest)
+    return reply(await request.app[CONTROLLER].changes.switch(who, job_id_of(request),
+                                                               body.queue))
+
+
+async def move_job(request: web.Request) -> web.Response:
+    """A pending job first or last among its queue's of its priority: btop / bbot."""
+    who = caller(request, USERS)
+    top = request.match_info["place"] == "top"
+    return reply(await request.app[CONTROLLER].changes.move(who, job_id_of(request), top))
+
+
+async def act_on_jobs(request: web.Request) -> web.Response:
+    """Kill, stop or resume every unfinished job of a user and queue: bkill 0 -u -q."""
+    who = caller(request, USERS)
+    body = await body_of(request, JobSelection)
     ctl = request.app[CONTROLLER]
-    return reply(job_info(ctl, await ctl.hold(who, job_id_of(request), False)))
+    return reply(JobsChanged(await ctl.control.act(who, request.match_info["action"], body)))
 
 
 # ---------------------------------------------------------------- a job's output, life, accounting
@@ -319,11 +359,22 @@ def host_info(ctl: Controller, name: str) -> HostInfo:
         model=host.model, resources=dict(host.resources), template=host.template,
         last_heartbeat=host.last_heartbeat, jobs=sorted(host.jobs),
         closed_by_admin=host.closed_by_admin, reason=host.reason,
-        status=status_label(host.state, host.reason), provider=host.provider,
+        status=_host_status(ctl, host.state, host.reason, host.jobs), provider=host.provider,
         request=host.request,
         joined=host.joined if host.template is not None else None,
         idle_since=_idle_since(ctl, host.name) if host.template is not None else None,
     )
+
+
+def _host_status(ctl: Controller, state: str, reason: str, jobs: Iterable[int]) -> str:
+    """The STATUS column; an open host running an exclusive job (-x) is `closed_Excl`,
+    as LSF shows it."""
+    label = status_label(state, reason)
+    if label == "ok" and any(
+        (job := ctl.view.jobs.get(j)) is not None and job.spec.exclusive for j in jobs
+    ):
+        return "closed_Excl"
+    return label
 
 
 def _idle_since(ctl: Controller, name: str) -> float | None:
@@ -497,18 +548,10 @@ async def instance_vanished(request: web.Request) -> web.Response:
 async def list_queues(request: web.Request) -> web.Response:
     caller(request, READERS)
     ctl = request.app[CONTROLLER]
-    counts: dict[str, list[int]] = {q.name: [0, 0] for q in ctl.view.config.queues}
-    for job in ctl.view.jobs.values():
-        if job.state in (PEND, PSUSP, RUN) and job.spec.queue in counts:
-            counts[job.spec.queue][0 if job.state != RUN else 1] += job.spec.n
-    queues = [
-        QueueInfo(
-            name=q.name, priority=q.priority, status="Open:Active",
-            njobs=sum(counts[q.name]), pend=counts[q.name][0], run=counts[q.name][1],
-            hosts=None if q.hosts is None else list(q.hosts),
-        )
-        for q in ctl.view.config.queues
-    ]
+    queues = queue_infos(
+        ctl.view.config, ctl.view.jobs.values(),
+        lambda job: ctl.control.suspended(job) is not None,
+    )
     return reply(QueueList(queues))
 
 
@@ -619,8 +662,11 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/jobs", list_jobs),
     ("GET", r"/jobs/{job:\d{1,18}}", get_job),
     ("POST", r"/jobs/{job:\d{1,18}}/kill", kill_job),
-    ("POST", r"/jobs/{job:\d{1,18}}/stop", stop_job),
-    ("POST", r"/jobs/{job:\d{1,18}}/resume", resume_job),
+    ("POST", r"/jobs/{job:\d{1,18}}/{action:stop|resume|requeue}", control_job),
+    ("POST", r"/jobs/{job:\d{1,18}}/modify", modify_job),
+    ("POST", r"/jobs/{job:\d{1,18}}/switch", switch_job),
+    ("POST", r"/jobs/{job:\d{1,18}}/{place:top|bottom}", move_job),
+    ("POST", "/jobs/{action:kill|stop|resume}", act_on_jobs),
     ("GET", r"/jobs/{job:\d{1,18}}/peek", peek_job),
     ("GET", r"/jobs/{job:\d{1,18}}/history", job_history),
     ("GET", "/acct", get_acct),

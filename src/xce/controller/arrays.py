@@ -16,7 +16,6 @@ from xce.controller.view import FINISHED, JobRecord
 from xce.model.events import JobKilled, JobSubmitted
 from xce.model.jobs import JobSpec
 from xce.resreq.arrays import ArrayError, parse_array
-from xce.sched.admission import oversize
 from xce.sched.errors import SubmitError
 
 
@@ -43,7 +42,7 @@ async def submit_array(facts: FactKernel, spec: JobSpec) -> tuple[int, str]:
     except SubmitError as err:
         raise ApiProblem(400, str(err)) from err
     first = elements[0]
-    too_large = oversize(state.config, state.live_hosts(), first.n, first.res, first.gpus)
+    too_large = state.refusal(first)
     if too_large is not None:
         raise ApiProblem(400, too_large)
     facts.view.last_job_id = max(e.id for e in elements)  # reserved even if it fails

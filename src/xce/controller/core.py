@@ -20,6 +20,8 @@ import msgspec
 from xce.controller.auth import Identity
 from xce.controller.fencing import Fencing
 from xce.controller.hosts import HostDesk, in_flight_drift
+from xce.controller.job_changes import JobChanges
+from xce.controller.job_control import JobControl
 from xce.controller.jobs import JobDesk
 from xce.controller.kernel import Clock, FactKernel, Settings
 from xce.controller.leases import Lease
@@ -59,10 +61,12 @@ class Controller(FactKernel):
         super().__init__(config, store, settings or Settings(), clock, recorder)
         self.fencing = Fencing(self)
         self.jobs = JobDesk(self)
+        self.changes = JobChanges(self, self.jobs)  # xce modify, top, bottom, switch
         self.hosts = HostDesk(self, self.fencing, self.jobs)
         self.requests = RequestDesk(self, self.hosts, self.fencing)
         self.sessions = SessionRunner(self, self.hosts)
         self.peeks = PeekDesk(self, self.jobs)
+        self.control = JobControl(self, self.jobs, self.hosts, self.suspends)
 
     async def start(self) -> None:
         """Recover from the log, then log the configuration if it is new or changed, and
@@ -132,11 +136,18 @@ class Controller(FactKernel):
 
     async def heartbeat(self, name: str, beat: Heartbeat) -> HeartbeatReply:
         """The host's heartbeat; the reply also asks for the output of its jobs that
-        someone waits to peek at (after taking the outputs it sent)."""
+        someone waits to peek at (after taking the outputs it sent), and names its
+        jobs that must be stopped (`xce stop`)."""
         reply = await self.hosts.heartbeat(name, beat)
         self.peeks.answered(name, beat.output)
         wanted = self.peeks.wanted(name)
-        return msgspec.structs.replace(reply, peek=wanted) if wanted else reply
+        host = self.view.hosts.get(name)
+        stopped = self.suspends.on_host(host.jobs) if host is not None else []
+        if wanted or stopped:
+            reply = msgspec.structs.replace(reply, peek=wanted, suspended=stopped)
+        if self.view.relimited:  # (run limits changed since launch: xce modify -W)
+            reply = msgspec.structs.replace(reply, limits=self.changes.limits(name))
+        return reply
 
     async def peek(self, who: Identity, job_id: int) -> JobOutput:
         return await self.peeks.peek(who, job_id)

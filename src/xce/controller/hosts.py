@@ -23,6 +23,7 @@ from xce.controller.auth import Identity
 from xce.controller.fencing import Fencing
 from xce.controller.jobs import JobDesk
 from xce.controller.kernel import FactKernel
+from xce.controller.old_runs import OldRuns
 from xce.controller.problems import ApiProblem
 from xce.controller.view import RUN, ClusterView, ExpectedHost, HostView, JobRecord
 from xce.model.api import (
@@ -61,6 +62,7 @@ class HostDesk:
         self.jobs = jobs
         self.launchable: set[int] = set()  # jobs whose start is durable
         self.seen: set[tuple[int, str]] = set()  # (job, host) an agent reported running
+        self.old_runs = OldRuns()  # requeued jobs whose old run may still live
 
     def restarted(self, now: float) -> None:
         """After recovery: a fresh grace period for every agent."""
@@ -198,6 +200,7 @@ class HostDesk:
         for future in pending:
             await future
         kill = sorted(j for j in running if j not in host.jobs)
+        self.old_runs.heard(name, running, reported, kill, facts.view)
         return HeartbeatReply(start, kill, sorted(reported), facts.settings.heartbeat_interval)
 
     def _launch(self, job: JobRecord, host: str) -> Launch:

@@ -1,8 +1,9 @@
 """A job's life from the durable log (`GET /jobs/{id}/history`, `xce hist`: LSF's
 bhist): each fact about the job with its time (submitted, held and released, started
-on its hosts, requeued and why, killed, finished with its exit status, its failure and
-CPU time), and the time it spent pending, held and running. Pend reasons are not
-facts (they are recomputed every session), so they are not part of it.
+on its hosts, stopped and resumed while running, requeued and why, killed, finished
+with its exit status, its failure and CPU time), and the time it spent pending, held
+and running (stopped while running counts as running). Pend reasons are not facts
+(they are recomputed every session), so they are not part of it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from xce.model.events import (
     JobFinished,
     JobHeld,
     JobKilled,
+    JobModified,
     JobRequeued,
     JobStarted,
     JobSubmitted,
+    JobSuspended,
 )
 from xce.model.jobs import JobSpec
 
@@ -53,10 +56,17 @@ class _Life:
                 if (self.state == PSUSP) != held:
                     self.to(PSUSP if held else PEND, at)
                     self.events.append(JobEvent(fact.seq, at, "held" if held else "released"))
+            case JobModified(spec=spec, time=time, change=change):
+                self.spec = spec
+                self.events.append(JobEvent(fact.seq, time or at, "modified", reason=change))
             case JobStarted(hosts=hosts, time=time):
                 self.to(RUN, time or at)
                 self.hosts = dict(hosts)
                 self.events.append(JobEvent(fact.seq, time or at, "started", dict(hosts)))
+            case JobSuspended(suspended=stopped, time=time, by=by) if self.state == RUN:
+                self.events.append(JobEvent(fact.seq, time or at,
+                                            "suspended" if stopped else "resumed",
+                                            self.hosts, reason=f"by {by}" if by else ""))
             case JobRequeued(time=time, reason=reason):
                 self.to(PEND, time or at)
                 self.events.append(JobEvent(fact.seq, time or at, "requeued", self.hosts,
@@ -91,7 +101,8 @@ class _Life:
 def _job_of(event: object) -> int | None:
     match event:
         case (JobHeld(job=job) | JobStarted(job=job) | JobRequeued(job=job)
-              | JobKilled(job=job) | JobFinished(job=job) | JobAccounted(job=job)):
+              | JobKilled(job=job) | JobFinished(job=job) | JobAccounted(job=job)
+              | JobSuspended(job=job) | JobModified(job=job)):
             return job
     return None
 

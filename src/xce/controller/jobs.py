@@ -15,7 +15,6 @@ from xce.model.api import RUN_LIMIT_REACHED, SubmitRequest
 from xce.model.events import Event, JobFinished, JobHeld, JobKilled, JobSubmitted
 from xce.model.jobs import JobSpec
 from xce.resreq.arrays import is_array
-from xce.sched.admission import oversize
 from xce.sched.loss import LOST_EXIT_CODE
 from xce.sched.runlimit import run_limit
 from xce.sched.state import SubmitError
@@ -42,7 +41,8 @@ class JobDesk:
             env=dict(request.env), output=request.output, error=request.error,
             run_limit=request.run_limit, gpus=request.gpus, gpu_mode=request.gpu_mode,
             gpu_exclusive=request.gpu_exclusive, depend=request.depend,
-            end_orphan=request.end_orphan,
+            end_orphan=request.end_orphan, hosts=tuple(request.hosts),
+            exclusive=request.exclusive,
         )
         if is_array(request.name):  # -J "name[1-10]%2" (controller/arrays.py)
             return await submit_array(facts, spec)
@@ -50,9 +50,7 @@ class JobDesk:
             spec = facts.state.resolve(spec)
         except SubmitError as err:
             raise ApiProblem(400, str(err)) from err
-        too_large = oversize(
-            facts.state.config, facts.state.live_hosts(), spec.n, spec.res, spec.gpus
-        )
+        too_large = facts.state.refusal(spec)
         if too_large is not None:
             raise ApiProblem(400, too_large)
         facts.view.last_job_id = spec.id  # reserved even if the commit fails

@@ -25,11 +25,18 @@ from xce.controller.journal import Journal
 from xce.controller.leases import Lease, LeaseTable
 from xce.controller.records import InstanceRecord, RecordBook, RequestRecord
 from xce.controller.store import Store
+from xce.controller.suspend import SuspendBook
 from xce.controller.tokens import PoolTokens, TokenLedger
 from xce.controller.view import ClusterView, ExpectedHost, JobRecord
 from xce.model.causes import Cause
 from xce.model.cluster import ClusterConfig
-from xce.model.events import Event, JobStarted, SchedulerEvent, is_scheduler_event
+from xce.model.events import (
+    Event,
+    JobStarted,
+    JobSuspended,
+    SchedulerEvent,
+    is_scheduler_event,
+)
 from xce.model.lifecycle import HOST_LIFE
 from xce.model.recording import Recorder
 from xce.model.result import SessionResult
@@ -82,6 +89,7 @@ class _Snapshot(msgspec.Struct):
     leases: list[Lease] = []  # provider leases (leases.py)
     requests: list[RequestRecord] = []  # provisioning records (records.py)
     instances: list[InstanceRecord] = []
+    suspended: list[JobSuspended] = []  # the running jobs stopped (suspend.py)
 
 
 class FactKernel:
@@ -101,6 +109,7 @@ class FactKernel:
         self.tokens = TokenLedger()  # borrowed tokens per countable pool (supply.py)
         self.leases = LeaseTable()  # which provisioner owns which provider
         self.records = RecordBook()  # provisioning requests and their instances
+        self.suspends = SuspendBook()  # running jobs stopped (xce stop)
         self.journal: Journal | None = None
         self.busy = False  # a session (or snapshot) reads the scheduler state
         self._quiet = asyncio.Event()  # set while none does and every fact is applied
@@ -145,6 +154,7 @@ class FactKernel:
                 self.tokens.restore(kept.tokens)
                 self.leases.restore(kept.leases)
                 self.records.restore(kept.requests, kept.instances)
+                self.suspends.restore(kept.suspended)
                 self.view.expected = {e.name: e for e in kept.expected}
                 for name, more in kept.hosts.items():
                     host = self.view.hosts[name]
@@ -185,6 +195,7 @@ class FactKernel:
         self.tokens.apply(event)
         self.leases.apply(event)
         self.records.apply(event)
+        self.suspends.apply(event)
 
     def emit(self, time: float, events: Sequence[Event],
              usage: Mapping[int, Usage] | None = None) -> asyncio.Future[int]:
@@ -280,6 +291,7 @@ class FactKernel:
              for h in view.hosts.values()},
             view.last_host_number, tokens=self.tokens.snapshot(),
             leases=self.leases.snapshot(), requests=requests, instances=instances,
+            suspended=self.suspends.snapshot(),
         ))
         # The state and the view reflect exactly the facts queued so far; facts that
         # arrive while the state is read wait in the backlog and follow the snapshot.

@@ -12,6 +12,7 @@ import logging
 
 from xce.controller.hosts import HostDesk
 from xce.controller.kernel import FactKernel
+from xce.controller.old_runs import WAITING
 from xce.controller.runlimits import session_delay
 from xce.controller.view import PEND
 from xce.model.events import (
@@ -20,6 +21,7 @@ from xce.model.events import (
     JobFinished,
     JobHeld,
     JobKilled,
+    JobModified,
     JobRequeued,
     JobStarted,
     JobSubmitted,
@@ -73,6 +75,9 @@ class SessionRunner:
             _touched(event, stale_jobs, stale_hosts)
         started: list[JobStarted] = []
         for decision in result.dispatch:
+            if self.hosts.old_runs.blocks(decision.job, facts.view):
+                self._reasons[decision.job] = (WAITING, "requeue")  # (next session again)
+                continue
             if not self._still_valid(decision, stale_jobs, stale_hosts):
                 log.info("session %d: dispatch of job %d dropped (changed meanwhile)",
                          self.count, decision.job)
@@ -144,7 +149,8 @@ def _touched(event: SchedulerEvent, jobs: set[int], hosts: set[str]) -> None:
     match event:
         case JobSubmitted():
             pass
-        case JobKilled(job=job) | JobFinished(job=job) | JobRequeued(job=job) | JobHeld(job=job):
+        case (JobKilled(job=job) | JobFinished(job=job) | JobRequeued(job=job) | JobHeld(job=job)
+              | JobModified(job=job)):
             jobs.add(job)
         case JobStarted(job=job, hosts=used):
             jobs.add(job)

@@ -24,6 +24,7 @@ from xce.model.events import (
     JobFinished,
     JobHeld,
     JobKilled,
+    JobModified,
     JobRequeued,
     JobStarted,
     JobSubmitted,
@@ -54,6 +55,7 @@ class JobRecord(msgspec.Struct):
     exit_reason: str = ""
     failure: str = ""  # why it failed on its host (its agent's words; JobAccounted)
     cpu_time: float | None = None  # s of CPU it used (None: not known)
+    changes: list[tuple[float, str]] = []  # (time, change): xce modify, top, switch
 
 
 class ExpectedHost(msgspec.Struct):
@@ -139,6 +141,8 @@ class ClusterView:
         self.hosts: dict[str, HostView] = {}
         self.expected: dict[str, ExpectedHost] = {}
         self.last_job_id = 0
+        # running jobs whose run limit changed since they started: their agents are told
+        self.relimited: set[int] = set()
         self.last_host_number = 0  # names of expected hosts: <template>-<number>
 
     def apply(self, event: Event, time: float) -> None:
@@ -164,6 +168,12 @@ class ClusterView:
                 if job_id in self.jobs:
                     self.jobs[job_id].failure = failure
                     self.jobs[job_id].cpu_time = cpu_time
+            case JobModified(job=job_id, spec=spec, time=at, change=change):
+                job = self.jobs[job_id]
+                job.spec = spec
+                job.changes = [*job.changes, (at, change)]
+                if job.state == RUN:
+                    self.relimited.add(job_id)
             case JobHeld(job=job_id, held=held):
                 job = self.jobs[job_id]
                 if job.state in (PEND, PSUSP):
@@ -215,6 +225,7 @@ class ClusterView:
 
     def _end(self, job_id: int, end: float | None) -> JobRecord:
         job = self.jobs[job_id]
+        self.relimited.discard(job_id)
         for name in job.hosts:
             host = self.hosts.get(name)
             if host is not None:

@@ -12,10 +12,13 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from xce.model.cluster import ResourceValue
+from xce.model.jobs import MAX_USER_PRIORITY
 
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+# A job's user priority (`-sp`, LSF's 1..MAX_USER_PRIORITY; 0: none)
+UserPriority = Annotated[int, msgspec.Meta(ge=0, le=MAX_USER_PRIORITY)]
 
 ROLES = ("admin", "user", "agent", "scheduler", "provisioner")
 # The exit reason of a job ended at its run limit (by its agent, or by the controller
@@ -43,7 +46,7 @@ class SubmitRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     env: dict[str, str] = {}
     output: str = ""  # stdout file on the execution host (%J: job id)
     error: str = ""  # stderr file (empty: with stdout)
-    priority: int = 0
+    priority: UserPriority = 0  # `-sp`
     hold: bool = False
     user: str = ""
     # Seconds the job may run (`xce submit -W`), at most the queue's max_run_limit;
@@ -59,6 +62,10 @@ class SubmitRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # `end_orphan`: end the job if it can never be satisfied (`-ti`).
     depend: str = ""
     end_orphan: bool = False
+    # Hosts the job may run on (`xce submit -m`): host names, host groups,
+    # `template:GLOB`; empty: any host of its queue. `exclusive` (`-x`): it runs alone.
+    hosts: list[str] = []
+    exclusive: bool = False
 
 
 class Submitted(msgspec.Struct, frozen=True):
@@ -70,7 +77,7 @@ class Submitted(msgspec.Struct, frozen=True):
 
 class JobInfo(msgspec.Struct, frozen=True):
     """One job as `GET /jobs` and `GET /jobs/{id}` show it. `state`: PEND, PSUSP
-    (held), RUN, DONE, EXIT."""
+    (held), RUN, USUSP (running, stopped: `xce stop`), DONE, EXIT."""
 
     id: int
     user: str
@@ -106,10 +113,71 @@ class JobInfo(msgspec.Struct, frozen=True):
     array: int = 0
     index: int = 0
     depend: str = ""
+    # A running job stopped (state USUSP, `xce stop`): who stopped it, and when.
+    suspended_by: str = ""
+    suspended_time: float | None = None
+    # Its changes since submission (`xce modify`, `top`, `bottom`, `switch`), oldest first.
+    changes: list[JobChange] = []
 
 
 class JobList(msgspec.Struct, frozen=True):
     jobs: list[JobInfo]
+
+
+class ModifyRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /jobs/{id}/modify` (`xce modify`, LSF's bmod): the fields to change of a
+    pending job (of a running one only `run_limit`); a field left out stays. `res` or
+    `depend` "" removes them (-Rn, -wn); `run_limit` null removes the job's own (-Wn:
+    the queue's then applies); `gpus` 0 removes its GPUs."""
+
+    n: Positive | None = None
+    res: str | None = None
+    run_limit: float | msgspec.UnsetType | None = msgspec.UNSET
+    queue: str | None = None
+    priority: UserPriority | None = None
+    depend: str | None = None
+    gpus: NonNegative | None = None
+    gpu_mode: Literal["shared", "exclusive_process"] | None = None
+    gpu_exclusive: bool | None = None
+
+
+class SwitchRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /jobs/{id}/switch` (`xce switch`, LSF's bswitch): the queue to move a
+    pending job to."""
+
+    queue: Name
+
+
+class Modified(msgspec.Struct, frozen=True):
+    """The answer of `modify`, `top`, `bottom` and `switch`: the job (or job array)
+    named, the jobs changed (every pending element of an array) and the change as
+    the job's history shows it."""
+
+    job: int
+    jobs: list[int]
+    change: str
+
+
+class JobChange(msgspec.Struct, frozen=True):
+    """A change of a job after its submission (`JobInfo.changes`, `xce jobs -l`)."""
+
+    time: float
+    change: str
+
+
+class JobSelection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """`POST /jobs/kill|stop|resume` (LSF's `bkill 0 -u USER -q QUEUE`): every
+    unfinished job of `user` (empty: the caller; "all": everyone's; another user's or
+    all: admins only) in `queue` (empty: any queue)."""
+
+    user: str = ""
+    queue: str = ""
+
+
+class JobsChanged(msgspec.Struct, frozen=True):
+    """The answer to `POST /jobs/kill|stop|resume`: the jobs acted on, in id order."""
+
+    jobs: list[int]
 
 
 class KillResult(msgspec.Struct, frozen=True):
@@ -256,6 +324,17 @@ class QueueInfo(msgspec.Struct, frozen=True):
     pend: int
     run: int
     hosts: list[str] | None = None
+    # `xce queues -l` (bqueues -l): suspended jobs; who may submit (None: all, the
+    # list as configured: names and group:NAME); its hosts as configured (host groups
+    # by name; None: as `hosts`); run limits (s); the limits that count its jobs.
+    susp: int = 0
+    users: list[str] | None = None
+    hosts_as_written: list[str] | None = None
+    run_limit: float | None = None
+    max_run_limit: float | None = None
+    backfill: bool = False
+    requeue_on_host_loss: bool = True
+    limits: list[dict[str, Any]] = []
 
 
 class QueueList(msgspec.Struct, frozen=True):
@@ -481,6 +560,12 @@ class HeartbeatReply(msgspec.Struct, frozen=True):
     # Jobs whose output so far a user asked for (`xce peek`): the agent sends it at once
     # in a heartbeat (Heartbeat.output)
     peek: list[int] = []
+    # Running jobs of the host whose run limit changed since their launch (`xce modify
+    # -W`): job -> its run limit now in seconds (None: none); the agent keeps it.
+    limits: dict[int, float | None] = {}
+    # Jobs of the host that must be stopped (`xce stop`: SIGSTOP to the job's process
+    # group); the agent continues (SIGCONT) any job it stopped that is no longer listed.
+    suspended: list[int] = []
 
 
 # ---------------------------------------------------------------- a job's output, life, accounting
@@ -514,9 +599,10 @@ class JobOutput(msgspec.Struct, frozen=True):
 
 class JobEvent(msgspec.Struct, frozen=True, omit_defaults=True):
     """One fact of a job's life (`GET /jobs/{id}/history`, LSF's bhist): `kind` is
-    submitted, held, released, started, requeued, killed or finished; `hosts` where it
-    started (started) or ran (requeued); a finished job's state, exit status, exit
-    reason, failure and CPU time."""
+    submitted, modified (`reason`: the change), held, released, started, suspended,
+    resumed (a running job stopped and continued, `reason`: by whom), requeued, killed
+    or finished; `hosts` where it started (started) or ran (requeued); a finished
+    job's state, exit status, exit reason, failure and CPU time."""
 
     seq: int
     time: float

@@ -63,6 +63,13 @@ class Queue(msgspec.Struct, frozen=True):
     backfill: bool = False  # its jobs may fill holes before reservations (their limit)
     run_limit: float | None = None  # s, the default limit of its jobs (None: none)
     max_run_limit: float | None = None  # s, the largest limit a job may ask for
+    # Who may submit to it (LSF USERS): user names, user groups expanded at load;
+    # None: everyone (`all`, the default).
+    users: tuple[str, ...] | None = None
+    # `users:` and `hosts:` as the cluster file wrote them (groups by name), for display;
+    # hosts_as_written is () when no group is in it (then `hosts` is as written)
+    users_as_written: tuple[str, ...] = ()
+    hosts_as_written: tuple[str, ...] = ()
 
 
 class Limit(msgspec.Struct, frozen=True):
@@ -138,5 +145,9 @@ class ClusterConfig(msgspec.Struct, frozen=True):
     max_job_array_size: int = 1000
     orphan_job_term_timeout: float | None = None
     catalog: Catalog = Catalog()
+    # LSF's HostGroup / UserGroup: group -> host-list entries (host names, `all`,
+    # `template:GLOB`) / user names, nested groups expanded (`xce submit -m` names them)
+    host_groups: dict[str, tuple[str, ...]] = {}
+    user_groups: dict[str, tuple[str, ...]] = {}
     policy: PolicyConfig = PolicyConfig()
     simulation: SimulationConfig = SimulationConfig()

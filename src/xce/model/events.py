@@ -77,6 +77,29 @@ class JobHeld(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     held: bool = True
 
 
+class JobSuspended(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A running job stopped (`suspended`, LSF's USUSP: its agent sends SIGSTOP to its
+    process group, its slots stay taken) or resumed (SIGCONT) by `by` (`xce stop`,
+    `xce resume`). The controller's record: the scheduler keeps the slots taken either
+    way, so it never reaches the scheduler."""
+
+    job: int
+    suspended: bool = True
+    time: float = 0
+    by: str = ""
+
+
+class JobModified(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A pending job changed (`xce modify`, `top`, `bottom`, `switch`: LSF's bmod,
+    btop, bbot, bswitch), or a running job's run limit: `job` is `spec`'s id, `spec`
+    the whole job as it is now, `change` what changed, for its history."""
+
+    job: int
+    spec: JobSpec
+    time: float = 0
+    change: str = ""
+
+
 class HostAdded(HostShape, frozen=True, tag=True, tag_field="event"):
     """A host that is not in the static configuration (a provisioned host), or a
     static host coming back after removal."""
@@ -311,6 +334,7 @@ SchedulerEvent = (
     | JobFinished
     | JobRequeued
     | JobHeld
+    | JobModified
     | HostAdded
     | HostStateChanged
     | HostRemoved
@@ -334,6 +358,7 @@ ControllerRecord = (
     | InstanceRecorded
     | InstanceChanged
     | JobAccounted
+    | JobSuspended
 )
 
 Event = SchedulerEvent | ControllerRecord

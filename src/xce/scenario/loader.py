@@ -12,7 +12,15 @@ from pathlib import Path
 import msgspec
 
 from xce.config import ConfigError, build_config, load_config, load_yaml
-from xce.config.fields import MapReader, Place, as_id_range, as_int, as_list, as_number
+from xce.config.fields import (
+    MapReader,
+    Place,
+    as_id_range,
+    as_int,
+    as_list,
+    as_number,
+    as_text,
+)
 from xce.model.cluster import ClusterConfig
 from xce.model.events import (
     ConfigLoaded,
@@ -34,7 +42,7 @@ from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
 JOB_KEYS = (
     "id", "ids", "user", "queue", "n", "res", "submit", "priority", "name", "state",
     "hosts", "start", "run", "run_limit", "hold", "gpus", "gpu", "array", "depend",
-    "end_orphan", "exit", "end",
+    "end_orphan", "exit", "end", "exclusive",
 )
 STATES = ("PEND", "RUN", "DONE", "EXIT")
 HOST_KEYS = ("name", "state", "template", "joined", "idle_since")
@@ -216,6 +224,21 @@ def _host_event(item: object, place: Place, config: ClusterConfig) -> SchedulerE
     )
 
 
+def _m_hosts(job: MapReader) -> tuple[str, ...]:
+    """A pending job's `hosts:` list (`bsub -m`: host names, host groups,
+    `template:GLOB`); a mapping of hosts to slots is only for RUN jobs."""
+    if "hosts" not in job:
+        return ()
+    if not isinstance(job.get("hosts"), list):
+        job.key_place("hosts").fail(
+            "hosts is a list of host names or groups (bsub -m); a mapping is only for RUN jobs"
+        )
+    items = as_list(job.get("hosts"), job.value_place("hosts"))
+    if not items:
+        job.value_place("hosts").fail("must not be empty (omit hosts for any host)")
+    return tuple(as_text(item, item_place) for item, item_place in items)
+
+
 def _gpu_request(job: MapReader) -> GpuRequest | None:
     """A job's GPUs: `gpus: N` (per host, shared) or LSF's `gpu: "num=N:mode=..."`
     (bsub -gpu), not both; None: no GPUs."""
@@ -250,8 +273,7 @@ def _job_events(item: object, place: Place) -> list[tuple[SchedulerEvent, bool]]
             hosts[str(name)] = as_int(slots, slot_place, "slots", minimum=1)
         if len(ids) != 1:
             job.value_place("ids").fail("a RUN entry names one job")
-    elif "hosts" in job:
-        job.key_place("hosts").fail("hosts is only for RUN jobs")
+    m_hosts = _m_hosts(job) if state != "RUN" else ()
     n = job.integer("n", 1, minimum=1)
     run = job.optional_number("run", minimum=0)
     run_limit = job.optional_number("run_limit", minimum=0)  # s; a RUN job ends by start + it
@@ -269,7 +291,8 @@ def _job_events(item: object, place: Place) -> list[tuple[SchedulerEvent, bool]]
             gpu_mode=gpu.mode if gpu is not None else "shared",
             gpu_exclusive=gpu is not None and gpu.exclusive,
             array=array, index=index, array_limit=limit, depend=depend,
-            end_orphan=job.flag("end_orphan", False),
+            end_orphan=job.flag("end_orphan", False), hosts=m_hosts,
+            exclusive=job.flag("exclusive", False),
         )
         events.append((JobSubmitted(job=spec), False))
         if job.flag("hold", False):

@@ -8,17 +8,19 @@ so a session evaluates a bucket, not each of its jobs.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from heapq import heappop, heappush
 from typing import Generic, TypeVar
 
-from xce.model.cluster import Queue
+from xce.model.cluster import Queue, ResourceDef
 from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReq
 from xce.sched.usage import Use, job_use
 
-# queue, slots, requirement string, run limit (inf: none), GPUs per host
-BucketKey = tuple[str, int, str, float, int]
+# queue, slots, requirement string, run limit (inf: none), GPUs per host, its host
+# list (`-m` patterns, () for none), exclusive (`-x`)
+BucketKey = tuple[str, int, str, float, int, tuple[str, ...], bool]
 LimitRef = tuple[int, tuple[str, str]]  # limit index, counter key (user, queue)
 
 T = TypeVar("T")
@@ -64,6 +66,16 @@ class InKeyOrder(Generic[T]):
         heappush(self._heap, (key, seq, item, pos))
 
 
+def split_rusage(
+    req: ResReq, resources: Mapping[str, ResourceDef]
+) -> tuple[tuple[tuple[str, float], ...], tuple[tuple[str, float], ...]]:
+    """A requirement's rusage as a bucket keeps it: host consumables per slot, then
+    shared resources once per job (amounts > 0)."""
+    per_slot = tuple((r, a) for r, a in req.rusage if a > 0 and not resources[r].shared)
+    shared = tuple((r, a) for r, a in req.rusage if a > 0 and resources[r].shared)
+    return per_slot, shared
+
+
 class PendingJob:
     """A job waiting to run; `key` is its place in scheduling order."""
 
@@ -95,9 +107,11 @@ class Bucket:
         "_sorted",
         "_start",
         "eligible",
+        "exclusive",
         "failure",
         "fits",
         "gpus",
+        "hosts",
         "key",
         "limit",
         "members",
@@ -138,10 +152,12 @@ class Bucket:
         self.shared = shared  # shared resources, once per job
         self.gpus = gpus  # GPUs on each host a job uses (-gpu num=N)
         self.use: Use = job_use(per_slot, gpus)  # what a job takes of a host (usage.py)
+        self.hosts = key[5]  # the jobs' own host list (-m): () for none
+        self.exclusive = key[6]  # -x: only hosts running nothing, taken whole
         n, span_hosts, ptile = self.n, req.span_hosts, req.span_ptile
         # What decides whether a host can take a job of the bucket: slots, per-slot
         # consumables, GPUs and span (not the queue, user or select).
-        self.shape: tuple[object, ...] = (n, per_slot, gpus, span_hosts, ptile)
+        self.shape: tuple[object, ...] = (n, per_slot, gpus, span_hosts, ptile, key[6])
         self.single = n == 1 or span_hosts == 1 or (ptile is not None and ptile >= n)
         # Slots the job needs on at least one host.
         self.unit = n if span_hosts == 1 else (min(ptile, n) if ptile is not None else 1)
@@ -160,6 +176,7 @@ class Bucket:
         # consumable, no GPU, no shared resource, no span, no order[] (most batch jobs).
         self.plain = not (
             self.single or per_slot or gpus or shared or req.order or ptile is not None
+            or self.exclusive
         )
         # The catalog pass's static verdicts per template (catalog.StaticFit), filled
         # on first use (the configuration is fixed for the bucket's life: a new

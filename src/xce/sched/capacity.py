@@ -77,9 +77,11 @@ class Capacity:
         pools: dict[PoolRecord, float],
         limit_refs: tuple[LimitRef, ...],
         opened: int = 0,
+        whole: bool = False,
     ) -> None:
         """Reserve a placement of a job of this use for the rest of the session (and
-        `opened` more slots on hosts opened already reserved: see add_hosts)."""
+        `opened` more slots on hosts opened already reserved: see add_hosts). `whole`
+        (an exclusive job, -x): its hosts keep no free slot for any other job."""
         self.version += 1
         if not self._owned_free:
             self._own_free()
@@ -88,7 +90,7 @@ class Capacity:
         per_slot, gpus = use
         for index, slots in placement.items():
             slots_total += slots
-            left = free_slots[index] - slots
+            left = 0 if whole else free_slots[index] - slots
             free_slots[index] = left
             if gpus:
                 for res, amount in host_use(use, slots):
@@ -106,6 +108,17 @@ class Capacity:
                 delta = self.limit_delta[ref] = [0, 0]
             delta[0] += slots_total
             delta[1] += 1
+
+    def whole_free(self, cands: list[int]) -> list[int]:
+        """The hosts of `cands` with every slot free (an exclusive job's candidates:
+        no job running, none dispatched or held back this session)."""
+        free_slots, hosts = self.free_slots, self.hosts
+        return [i for i in cands if free_slots[i] == _slots_of(hosts[i])]
+
+    def whole_hosts(self, placed: dict[int, int]) -> dict[int, int]:
+        """What an exclusive job placed so holds: every slot of each of its hosts."""
+        hosts = self.hosts
+        return {i: _slots_of(hosts[i]) for i in placed}
 
     def hold_back(self, held: list[tuple[int, int, tuple[float, ...]]], sign: int) -> None:
         """Lower (sign -1) or raise again (+1) free capacity by what the plan holds
@@ -154,6 +167,7 @@ class Capacity:
         resources: dict[str, float],
         sizes: list[int],
         use: Use,
+        whole: bool = False,
     ) -> int:
         """Append virtual hosts sharing one record, one per entry of `sizes`, each with
         that many slots of a job of this use already reserved (the job's `take` then
@@ -165,7 +179,7 @@ class Capacity:
         count = len(sizes)
         slots = host.slots
         self.hosts.extend([host] * count)
-        self.free_slots.extend([slots - size for size in sizes])
+        self.free_slots.extend([0 if whole else slots - size for size in sizes])
         free_res = self.free_res
         per_slot, gpus = use
         amounts = dict(per_slot)
@@ -180,7 +194,12 @@ class Capacity:
             for index, size in enumerate(sizes, first):
                 for res, amount in host_use(use, size):
                     free_res[res][index] -= amount
-        self.open_free.update(
-            [index for index, size in enumerate(sizes, first) if slots - size > 0]
-        )
+        if not whole:
+            self.open_free.update(
+                [index for index, size in enumerate(sizes, first) if slots - size > 0]
+            )
         return first
+
+
+def _slots_of(host: HostRecord | None) -> int:
+    return -1 if host is None else host.slots

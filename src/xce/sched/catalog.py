@@ -31,7 +31,7 @@ from xce.sched.reasons import LIMIT, RESOURCE
 from xce.sched.served import SERVED, ServedOnReal
 from xce.sched.state import SchedulerState
 from xce.sched.tokens import TokenSupply, TokenUse, cover
-from xce.sched.virtual import TemplateSupply, static_verdict, virtual_host
+from xce.sched.virtual import TemplateSupply, static_verdict, virtual_of
 
 
 class Placed:
@@ -75,9 +75,9 @@ class StaticFit:
 
 
 def _no_template(bucket: Bucket, verdicts: list[Failure | None]) -> Failure | None:
-    """Why no template can host the bucket's jobs, or None when its queue may not
-    burst at all."""
-    checks = [v for v in verdicts if v is not None and v.check != "queue"]
+    """Why no template can host the bucket's jobs, or None when its queue (or its own
+    host list, -m) lets it burst to none."""
+    checks = [v for v in verdicts if v is not None and v.check not in ("queue", "hosts")]
     if not checks:
         return None
     select = [v for v in checks if v.check == "select"]
@@ -119,9 +119,7 @@ class CatalogPass:
             name = template.name
             in_flight = max(0, in_flights.get(name, 0))
             allowance = state.new_hosts_allowed(template)
-            virtual = state.virtual.get(name)
-            if virtual is None:
-                virtual = state.virtual[name] = virtual_host(template)
+            virtual = virtual_of(state, template)
             self.templates.append(
                 TemplateSupply(
                     position, template, in_flight, allowance, virtual,
@@ -456,7 +454,7 @@ class CatalogPass:
         they were opened) and tokens; `start`: when they are all expected."""
         self.cap.take(
             hosts, bucket.use, {u.pool: u.amount for u in tokens} if tokens else {},
-            job.limit_refs, opened,
+            job.limit_refs, opened, bucket.exclusive,
         )
         for use in tokens:
             if use.supply is not None and use.short > 0:

@@ -65,7 +65,7 @@ def earliest_start(
                 break
             run = ends[at_end][2]
             at_end += 1
-            for index, slots in run.hosts.items():
+            for index, slots in run.held.items():
                 if index in hosts:
                     total += slots
                     have = gain.get(index, 0) + slots
@@ -73,7 +73,7 @@ def earliest_start(
                     if free_slots[index] + have >= n:
                         rose = True
                     if width:
-                        _gain_res(plan, gain_res, index, run.use, slots)
+                        _gain_res(plan, gain_res, index, run.use, run.hosts[index])
         while at_change < count_changes and changes[at_change][0] == time:
             _t, _seq, sign, placed, use = changes[at_change]
             at_change += 1

@@ -15,12 +15,18 @@ class Eligible(HostIndex):
     to date as hosts join, change state and leave."""
 
     __slots__ = (
-        "cands", "class_cache", "matching", "open", "others", "patterns", "queue", "select"
+        "cands", "class_cache", "exclusive", "job_hosts", "matching", "open", "others",
+        "patterns", "queue", "select",
     )
 
-    def __init__(self, queue: Queue, select: Select | None) -> None:
+    def __init__(
+        self, queue: Queue, select: Select | None, job_hosts: tuple[str, ...] = (),
+        exclusive: bool = False,
+    ) -> None:
         self.queue = queue
         self.patterns = queue.hosts  # the queue's host list (read once: a model field)
+        self.job_hosts = job_hosts or None  # the jobs' own (-m), intersected with it
+        self.exclusive = exclusive  # its candidates: hosts running nothing (-x)
         self.select = select
         self.class_cache: dict[object, bool] = {}
         self.matching: set[int] = set()  # whatever their state
@@ -34,6 +40,8 @@ class Eligible(HostIndex):
     def host_changed(self, host: HostRecord, present: bool) -> None:
         index = host.index
         if not present or not pattern_matches(self.patterns, host) or (
+            self.job_hosts is not None and not pattern_matches(self.job_hosts, host)
+        ) or (
             self.select is not None and not _selects(self.select, host, self.class_cache)
         ):
             self.matching.discard(index)
@@ -51,13 +59,19 @@ class Eligible(HostIndex):
             self.open.discard(index)
 
 
-def eligible(state: SchedulerState, queue: Queue, select: Select | None) -> Eligible:
-    """The hosts `queue` may use that satisfy `select` (kept incrementally)."""
-    key = ("eligible", queue.name, select.text if select else "")
+def eligible(
+    state: SchedulerState, queue: Queue, select: Select | None,
+    job_hosts: tuple[str, ...] = (), exclusive: bool = False,
+) -> Eligible:
+    """The hosts `queue` (and the jobs' `-m` list) may use that satisfy `select` (kept
+    incrementally); for exclusive jobs a view of their own (see Evaluator.candidates)."""
+    key: tuple[object, ...] = ("eligible", queue.name, select.text if select else "")
+    if job_hosts or exclusive:
+        key = (*key, job_hosts, exclusive)
     found = state.indexes.get(key)
     if isinstance(found, Eligible):
         return found
-    result = Eligible(queue, select)
+    result = Eligible(queue, select, job_hosts, exclusive)
     for host in state.hosts:
         if host is not None:
             result.host_changed(host, True)

@@ -20,8 +20,10 @@ class FirstFit:
         # First-fit state is shared by buckets of one shape (slots, per-slot
         # consumables, GPUs, span): whether a host can take such a job does not
         # depend on the queue, user or select.
-        self._cursor: dict[tuple[tuple[tuple[str, float], ...], int, int, int], int] = {}
-        self._usable_fns: dict[Use, Callable[[int], int]] = {}
+        self._cursor: dict[
+            tuple[tuple[tuple[str, float], ...], int, int, int, bool], int
+        ] = {}
+        self._usable_fns: dict[tuple[Use, bool], Callable[[int], int]] = {}
 
     def place(
         self, bucket: Bucket, supply: TemplateSupply, need: int, pieces: tuple[int, ...]
@@ -47,7 +49,7 @@ class FirstFit:
         # Whether a host can take `smallest` slots depends only on the per-slot
         # consumables and GPUs: every shape with the same ones shares the cursor.
         smallest = bucket.smallest
-        cursor_key = (bucket.per_slot, bucket.gpus, smallest, supply.index)
+        cursor_key = (bucket.per_slot, bucket.gpus, smallest, supply.index, bucket.exclusive)
         cursor = self._cursor.get(cursor_key, 0)
         if cursor < frontier:
             cursor = frontier
@@ -85,7 +87,9 @@ class FirstFit:
         the slots on them all and when the last of them is expected."""
         count = len(sizes)
         expected = min(count, supply.in_flight)
-        first = self.cap.add_hosts(supply.empty, supply.resources, sizes, bucket.use)
+        first = self.cap.add_hosts(
+            supply.empty, supply.resources, sizes, bucket.use, bucket.exclusive
+        )
         supply.free_total += count * supply.template.slots
         hosts_list, arrival = supply.hosts, supply.arrival
         arrivals = supply.arrivals
@@ -115,12 +119,20 @@ class FirstFit:
     def _usable_fn(self, bucket: Bucket) -> Callable[[int], int]:
         """How many slots of this bucket fit on a host now (inlined for one consumable)."""
         use = bucket.use
-        found = self._usable_fns.get(use)
+        found = self._usable_fns.get((use, bucket.exclusive))
         if found is not None:
             return found
         cap, (per_slot, gpus) = self.cap, use
         free_slots = cap.free_slots
-        if not per_slot and not gpus:
+        if bucket.exclusive:  # (-x) only a host with every slot free
+            hosts = cap.hosts
+
+            def found(i: int) -> int:
+                host = hosts[i]
+                if host is None or free_slots[i] != host.slots:
+                    return 0
+                return cap.usable(i, use)
+        elif not per_slot and not gpus:
             found = free_slots.__getitem__
         elif len(per_slot) == 1 and not gpus:
             (res, amount), = per_slot
@@ -131,5 +143,5 @@ class FirstFit:
         else:
             def found(i: int) -> int:
                 return cap.usable(i, use)
-        self._usable_fns[use] = found
+        self._usable_fns[(use, bucket.exclusive)] = found
         return found

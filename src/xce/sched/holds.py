@@ -17,7 +17,9 @@ present, the in-flight hosts and their request times.
 
 from __future__ import annotations
 
-from xce.model.cluster import HostTemplate
+from collections.abc import Mapping
+
+from xce.model.cluster import HostTemplate, ResourceValue
 from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
@@ -181,12 +183,18 @@ def _share(
 def empty_room(template: HostTemplate, use: Use) -> int:
     """Slots of a job of this use (sched/usage.py) an empty host of `template` holds:
     none unless the template has the job's GPUs per host."""
-    per_slot, gpus = use
-    if gpus > template.gpus:
+    return shape_room(template.slots, template.resources, template.gpus, use)
+
+
+def shape_room(slots: int, resources: Mapping[str, ResourceValue], gpus: int, use: Use) -> int:
+    """Slots of a job of this use an empty host of this shape (slots, consumables,
+    GPUs) holds: none unless it has the job's GPUs per host."""
+    per_slot, want = use
+    if want > gpus:
         return 0
-    room = template.slots
+    room = slots
     for res, amount in per_slot:
-        value = template.resources.get(res, 0)
+        value = resources.get(res, 0)
         have = 0.0 if isinstance(value, bool) else float(value)
         room = min(room, int((have + EPSILON) // amount))
     return room

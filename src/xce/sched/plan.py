@@ -256,10 +256,10 @@ class Plan:
         steps: list[Step] = []
         if host is not None:
             running = self.state.running
-            for job, slots in host.running.items():
+            for job, slots in host.running.items():  # (slots held: -x holds all)
                 run = running[job]
                 if run.end != math.inf:
-                    deltas = self._deltas(run.use, slots)
+                    deltas = self._deltas(run.use, run.hosts[index])
                     steps.append((self.planned(run.end), slots, deltas))
         for time, _seq, sign, hosts, use in self.changes:
             placed = hosts.get(index)

@@ -116,3 +116,15 @@ class SchedulerQueries(Protocol):
 
     def resolve(self, spec: JobSpec) -> JobSpec:
         """A submission checked, defaults filled (SubmitError if refused); no change."""
+
+    def modified(self, spec: JobSpec) -> JobSpec:
+        """The new spec of a pending or running job checked as a JobModified event
+        would be, defaults filled (SubmitError if refused); no change (sched/modify.py)."""
+
+    def refusal(self, spec: JobSpec) -> str | None:
+        """Why a resolved job could never run on this cluster, or None
+        (sched/admission.py); fills caches only."""
+
+    def moved_order(self, job_id: int, top: bool, user: str | None) -> float:
+        """The `order` that puts a pending job first (`top`) or last among the pending
+        jobs of its queue and priority (of `user`; None: of everyone) (SubmitError)."""

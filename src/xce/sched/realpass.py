@@ -16,6 +16,7 @@ from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.earliest import earliest_start
 from xce.sched.eligibility import Eligible, eligible, reach
+from xce.sched.ever import universe
 from xce.sched.failure import Failure as Failure  # (re-exported)
 from xce.sched.failure import Settled as Settled
 from xce.sched.holds import ElasticHolds
@@ -36,6 +37,7 @@ from xce.sched.reasons import (
     LIMIT,
     RESOURCE,
     no_host,
+    no_whole_host,
     none_open,
     short_shared,
     would_delay,
@@ -111,7 +113,9 @@ class Evaluator:
         hosts at all (the view is kept on the Eligible: see free_on)."""
         elig = bucket.eligible
         if elig is None:
-            elig = bucket.eligible = eligible(self.state, bucket.queue, bucket.req.select)
+            elig = bucket.eligible = eligible(
+                self.state, bucket.queue, bucket.req.select, bucket.hosts, bucket.exclusive
+            )
         assert isinstance(elig, Eligible)
         opened = elig.open
         if not opened:
@@ -130,6 +134,10 @@ class Evaluator:
             cands = [i for i in free if i in opened]
         else:
             cands = [i for i in opened if i in free]
+        if elig.exclusive:  # (-x) hosts running no job and holding nothing back
+            cands = cap.whole_free(cands)
+            if not cands:
+                return Failure(RESOURCE, "exclusive", no_whole_host(len(elig.open)))
         elig.cands = (cap, cap.version, cands, -1)
         return cands
 
@@ -338,9 +346,14 @@ class RealPass:
 
     def run(self) -> None:
         fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
+        ever = universe(self.state)  # (verdicts made when what they read changed)
         for seq, bucket in enumerate(self.state.buckets.values()):
             order, start = bucket.ordered()
             if start < len(order):
+                never = ever.never(self.state, bucket)
+                if never is not None:  # nothing could ever run them: they pend for it
+                    self._never(bucket, order[start:], never)
+                    continue
                 fresh.append((order[start].key, seq, (bucket, order), start))
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
@@ -579,13 +592,14 @@ class RealPass:
         hosts: dict[int, int],
         pools: dict[PoolRecord, float],
     ) -> None:
-        self.cap.take(hosts, bucket.use, pools, job.limit_refs)
+        self.cap.take(hosts, bucket.use, pools, job.limit_refs, whole=bucket.exclusive)
         if self._planning:
             plan = self.plan
+            held = self.cap.whole_hosts(hosts) if bucket.exclusive else hosts
             if plan is None:
-                self._released.append((hosts, bucket.use, bucket.limit))
+                self._released.append((held, bucket.use, bucket.limit))
             else:
-                plan.dispatched(hosts, bucket.use, bucket.limit)
+                plan.dispatched(held, bucket.use, bucket.limit)
                 if plan.bookings or self._unplaced is not None:
                     self.backfilled.append(job.id)
         names = self.cap.names
@@ -627,7 +641,9 @@ class RealPass:
         `failure`. Returns where the bucket goes on (len(order): settled)."""
         # A job that holds joined hosts plans on its supply (no reservation of the
         # depth: the next blocked job may have it).
-        if failure.kind == RESOURCE and failure.check in RESERVABLE and (
+        # (An exclusive job, -x, takes no reservation: the plan counts slots, not
+        # whole hosts.)
+        if failure.kind == RESOURCE and failure.check in RESERVABLE and not bucket.exclusive and (
             (self.holds is not None and hold(self, bucket, order[pos], failure))
             or (
                 len(self.reservations) + self.unnamed + (self._unplaced is not None)
@@ -648,6 +664,16 @@ class RealPass:
         if rest:
             self.settled.append(Settled(bucket, rest, failure, self._traced(rest[0], failure)))
         return len(order)
+
+    def _never(self, bucket: Bucket, members: list[PendingJob], never: Failure) -> None:
+        """A bucket nothing could ever run (sched/ever.py): its jobs at a limit pend for
+        it (the first check), the others for `never`; none is evaluated."""
+        if self.state.config.limits:
+            limited, members = self.evaluator.split_limited(members, bucket.n)
+            for job, limit in limited:
+                self._limit_pend(bucket, job, limit)
+        if members:
+            self.settled.append(Settled(bucket, members, never, self._traced(members[0], never)))
 
     def _traced(self, job: PendingJob, failure: Failure, stage: str = "real") -> int:
         """Trace why `job` (and its bucket after it) pends; the entry's index, or -1

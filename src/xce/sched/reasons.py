@@ -12,6 +12,10 @@ LIMIT: Final = "limit"
 HOLD: Final = "hold"
 DEPENDENCY: Final = "dependency"  # waiting for a dependency condition (-w)
 PROVISIONING: Final = "provisioning"
+# No configured host nor template could ever run the job (sched/ever.py): it pends,
+# never enters the catalog pass and makes no demand.
+NEVER: Final = "never"
+NEVER_RUNS: Final = "No host or template can ever run this job"
 
 HELD: Final = "The job was suspended by the user while pending"
 # The exit reason of a pending job ended because its dependency condition can never be
@@ -27,6 +31,13 @@ def no_host(select: Select | None, queue: str) -> str:
 
 def none_open(closed: int) -> str:
     return f"No eligible host is open: {closed} closed or unavailable"
+
+
+def no_whole_host(open_hosts: int) -> str:
+    return (
+        "Exclusive job (-x): no eligible host is free of other jobs "
+        f"({open_hosts} open, each running jobs)"
+    )
 
 
 def short_shared(resource: str, short: float, free: float) -> str:

@@ -25,7 +25,7 @@ class RunningJob:
     """A running job and what it holds."""
 
     __slots__ = (
-        "end", "hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "use"
+        "end", "held", "hosts", "key", "limit_refs", "pools", "shared", "spec", "start", "use"
     )
 
     def __init__(
@@ -40,6 +40,9 @@ class RunningJob:
         self.spec = spec
         self.key = key
         self.hosts = hosts  # host index -> slots
+        # host index -> slots it holds there: its slots, or (exclusive, -x) every slot
+        # of the host (the same dict when not exclusive)
+        self.held = hosts
         self.pools = pools  # shared resource -> pool its tokens come from
         self.start = start
         self.end = end  # start + run limit (inf: no limit); planned: plan.Plan.planned
@@ -92,6 +95,8 @@ def start_job(
     if run.end != math.inf:
         insort(state.ends, (run.end, job_id, run))
     run.use = bucket.use
+    if bucket.exclusive:
+        run.held = {i: state._host_at(i).slots for i in placed}
     if bucket.shared:
         run.shared = dict(bucket.shared)
     run.limit_refs = job.limit_refs
@@ -115,7 +120,7 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
     # for every dictionary operation (hosts x 2 per job), an Any one is not
     # (bench_easy.py, bench_sim.py).
     job_id: Any = run.spec.id
-    placed = run.hosts
+    placed, held = run.hosts, run.held
     slots_total = 0
     per_slot, gpus = use
     if gpus:
@@ -129,7 +134,7 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
             column = free_res[res]
             for index, slots in placed.items():
                 column[index] -= sign * amount * slots
-    for index, slots in placed.items():
+    for index, slots in held.items():
         slots_total += slots
         host = hosts[index]
         free = free_slots[index] - sign * slots
@@ -138,7 +143,7 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
             continue
         running = host.running
         if sign > 0:
-            running[job_id] = slots
+            running[job_id] = slots  # (what it holds: sched/plan.py reads it)
             if host.template is not None and index in idle:
                 del idle[index]
         else:
@@ -152,6 +157,8 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
             open_free.add(index)
         else:
             drop_free(state, index)
+    if held is not placed:  # (exclusive: its limits count its own slots)
+        slots_total = run.spec.n
     state.busy_slots += sign * slots_total
     for res, pool in run.pools.items():
         pool.used += sign * run.shared[res]
@@ -169,11 +176,11 @@ def finish_job(state: SchedulerState, job_id: int, time: float) -> None:
     else:
         del state.running[job_id]
         hold_capacity(state, run, -1, time)
-        _drop_end(state, run)
+        drop_end(state, run)
     del state._submitted[job_id]
 
 
-def _drop_end(state: SchedulerState, run: RunningJob) -> None:
+def drop_end(state: SchedulerState, run: RunningJob) -> None:
     """A running job with a limit left: its planned end is no change point now."""
     if run.end != math.inf:
         ends = state.ends
@@ -187,5 +194,5 @@ def requeue_job(state: SchedulerState, job_id: int, time: float) -> None:
         raise SchedulerInputError(f"job {job_id} is not running")
     del state.running[job_id]
     hold_capacity(state, run, -1, time)
-    _drop_end(state, run)
+    drop_end(state, run)
     state._enqueue(run.spec, run.key, False)

@@ -22,6 +22,7 @@ from xce.model.events import (
     JobFinished,
     JobHeld,
     JobKilled,
+    JobModified,
     JobRequeued,
     JobStarted,
     JobSubmitted,
@@ -33,18 +34,20 @@ from xce.model.events import (
 from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReqError, parse, validate
-from xce.resreq.gpu import MAX_GPUS, MODES
-from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob
+from xce.sched.access import check_queue_user, resolve_hosts
+from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob, split_rusage
 from xce.sched.errors import SchedulerInputError as SchedulerInputError  # (re-exported)
 from xce.sched.errors import SubmitError as SubmitError
 from xce.sched.host_changes import add_host, gpu_column, remove_host, set_host_state
 from xce.sched.hosts import HostRecord
 from xce.sched.limits import limit_key
 from xce.sched.loading import load_config
+from xce.sched.modify import check_modified, modify_job, moved_order
 from xce.sched.pools import PoolRecord
 from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
 from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
+from xce.sched.spec_checks import check_gpus, check_run_limit
 from xce.sched.supply_state import apply_supply
 from xce.sched.usage import NGPUS
 from xce.sched.waiting import Waits
@@ -184,6 +187,8 @@ class SchedulerState:
                 self.waits.requeued(self, job_id)
                 requeue_job(self, job_id, time)
                 self.waits.back_to_pending(job_id, time)
+            case JobModified():
+                modify_job(self, event)  # (a running job's new limit moves the plan)
             case JobHeld(job=job_id, held=held):
                 self._hold(job_id, held)
                 if self.waits.dirty:
@@ -293,31 +298,52 @@ class SchedulerState:
     # ------------------------------------------------------------------ jobs
     def sort_key(self, spec: JobSpec) -> SortKey:
         queue = self.queues[spec.queue]
-        return (-queue.priority, -spec.priority, spec.submit, spec.id)
+        order = spec.submit if spec.order is None else spec.order  # (xce top / bottom)
+        return (-queue.priority, -spec.priority, order, spec.id)
+
+    def modified(self, spec: JobSpec) -> JobSpec:
+        return check_modified(self, spec)
+
+    def moved_order(self, job_id: int, top: bool, user: str | None) -> float:
+        return moved_order(self, job_id, top, user)
+
+    def refusal(self, spec: JobSpec) -> str | None:
+        from xce.sched.admission import refusal  # (admission's rule reads this state)
+
+        return refusal(self, spec)
 
     def resolve(self, spec: JobSpec) -> JobSpec:
         """Check a submission and fill defaults (the first queue). Raises SubmitError.
         Beyond what taking the event checks (`_resolve`): an array element's index
         against max_job_array_size, and the jobs a dependency condition names."""
+        if spec.hosts:  # (-m: an unknown host or group is refused here, not replayed)
+            resolve_hosts(spec.hosts, self.config, self.host_by_name)
         spec = self._resolve(spec)
+        # (queue users: checked at submission, not when a job is taken again from a
+        # log or a new configuration: its pending jobs stay)
+        check_queue_user(spec, self.queues[spec.queue])
         if spec.array or spec.depend or self.waits.arrays:
             self.waits.check(self, spec)
         return spec
 
-    def _resolve(self, spec: JobSpec) -> JobSpec:
+    def _resolve(self, spec: JobSpec, new: bool = True) -> JobSpec:
         """`resolve` without the checks of `Waits.check`: what a JobSubmitted event
         must pass (a condition naming jobs the state does not know takes them as
         gone: a recording or a rebuilt state was checked when it was submitted)."""
-        if spec.id in self._submitted:
+        if new and spec.id in self._submitted:  # (not new: a modification, sched/modify.py)
             raise SubmitError(f"job {spec.id} already exists")
         queue = spec.queue or self.config.queues[0].name
         if queue not in self.queues:
             raise SubmitError(f"unknown queue '{queue}'")
         if spec.n < 1:
             raise SubmitError(f"job {spec.id}: -n must be at least 1")
-        self._check_run_limit(spec, self.queues[queue])
+        check_run_limit(spec, self.queues[queue])
+        if spec.hosts:
+            hosts = resolve_hosts(spec.hosts, self.config, self.host_by_name, False)
+            if hosts != spec.hosts:
+                spec = msgspec.structs.replace(spec, hosts=hosts)
         if spec.gpus or spec.gpu_mode != "shared":
-            self._check_gpus(spec)
+            check_gpus(spec)
         if (spec.array or spec.index) and (spec.index < 1 or spec.id != spec.array + spec.index):
             raise SubmitError(f"job {spec.id}: an array element's id is its array's id "
                               f"({spec.array}) plus its index ({spec.index} >= 1)")
@@ -333,29 +359,8 @@ class SchedulerState:
             spec = msgspec.structs.replace(spec, queue=queue)
         return spec
 
-    @staticmethod
-    def _check_run_limit(spec: JobSpec, queue: Queue) -> None:
-        limit = spec.run_limit
-        if limit is None:
-            return
-        if limit < 0 or math.isnan(limit):
-            raise SubmitError(f"run limit must be >= 0 seconds, not {limit:g}")
-        if queue.max_run_limit is not None and limit > queue.max_run_limit:
-            raise SubmitError(
-                f"run limit {limit:g} s exceeds queue {queue.name}'s "
-                f"max_run_limit {queue.max_run_limit:g} s"
-            )
-
-    @staticmethod
-    def _check_gpus(spec: JobSpec) -> None:
-        if not 0 <= spec.gpus <= MAX_GPUS:
-            raise SubmitError(f"job {spec.id}: gpus must be between 0 and {MAX_GPUS}")
-        if spec.gpu_mode not in MODES:
-            raise SubmitError(
-                f"job {spec.id}: GPU mode must be {' or '.join(MODES)}, not '{spec.gpu_mode}'"
-            )
-
-    def _bucket_for(self, spec: JobSpec) -> Bucket:
+    def bucket_key(self, spec: JobSpec) -> BucketKey:
+        """The key of the bucket a (resolved) job goes in."""
         # The run limit makes twins only where a plan reads it: with reservations, or,
         # with templates (holds on supply being obtained), as the backfill window of a
         # queue that backfills. Else jobs alike but for their limits stay one bucket
@@ -363,24 +368,28 @@ class SchedulerState:
         queue = self.queues[spec.queue]
         planned = self.config.reserve_depth or (queue.backfill and self.config.catalog.templates)
         limit = run_limit(spec, queue) if planned else None
-        key: BucketKey = (
-            spec.queue, spec.n, spec.res, math.inf if limit is None else limit, spec.gpus
+        return (
+            spec.queue, spec.n, spec.res, math.inf if limit is None else limit, spec.gpus,
+            spec.hosts, spec.exclusive,
         )
+
+    def new_bucket(self, key: BucketKey) -> Bucket:
+        """A bucket for `key`, in no index (`_bucket_for` keeps it; admission reads it)."""
+        req = parse(key[2])
+        per_slot, shared = split_rusage(req, self.config.resources)
+        return Bucket(key, self.queues[key[0]], req, per_slot, shared, key[4])
+
+    def _bucket_for(self, spec: JobSpec) -> Bucket:
+        key = self.bucket_key(spec)
         bucket = self.buckets.get(key)
         if bucket is None:
             bucket = self._bucket_cache.get(key)
             if bucket is not None:  # emptied before: the same requirements again
                 self.buckets[key] = bucket
                 return bucket
-            req = parse(spec.res)
-            resources = self.config.resources
-            per_slot = tuple(
-                (r, a) for r, a in req.rusage if a > 0 and not resources[r].shared
-            )
-            shared = tuple((r, a) for r, a in req.rusage if a > 0 and resources[r].shared)
             if spec.gpus and NGPUS not in self.free_res:
                 gpu_column(self)  # (a cluster without GPUs: the job pends for them)
-            bucket = Bucket(key, self.queues[spec.queue], req, per_slot, shared, spec.gpus)
+            bucket = self.new_bucket(key)
             self.buckets[key] = bucket
             self._bucket_cache[key] = bucket
         return bucket

@@ -80,15 +80,26 @@ def static_verdict(
 ) -> tuple[Failure | None, int]:
     """Why the template's hosts could never take the bucket's jobs (None: they
     could), and how many of the jobs' slots an empty host of it holds."""
-    template = supply.template
+    return template_verdict(state, bucket, supply.template, supply.empty)
+
+
+def template_verdict(
+    state: SchedulerState, bucket: Bucket, template: HostTemplate, empty: HostRecord
+) -> tuple[Failure | None, int]:
+    """static_verdict for `template`, whose virtual hosts share the record `empty`
+    (also what admission reads: sched/ever.py)."""
     verdict: Failure | None = None
     select = bucket.req.select
-    room = empty_room(supply.template, bucket.use)
+    room = empty_room(template, bucket.use)
     if not template_allowed(bucket.queue.hosts, template.name):
         verdict = Failure(
             RESOURCE, "queue", f"queue {bucket.queue.name} may not use template {template.name}"
         )
-    elif select is not None and not select(supply.empty.attrs):
+    elif bucket.hosts and not template_allowed(bucket.hosts, template.name):
+        verdict = Failure(
+            RESOURCE, "hosts", f"the job's host list (-m) does not name template {template.name}"
+        )
+    elif select is not None and not select(empty.attrs):
         verdict = Failure(
             RESOURCE, "select", f"select[{select.text}] does not match template {template.name}"
         )
@@ -148,3 +159,13 @@ def virtual_host(template: HostTemplate) -> tuple[HostRecord, dict[str, float]]:
     if template.gpus:
         resources[NGPUS] = float(template.gpus)
     return record, resources
+
+
+def virtual_of(
+    state: SchedulerState, template: HostTemplate
+) -> tuple[HostRecord, dict[str, float]]:
+    """virtual_host of `template`, made once per configuration (kept in state.virtual)."""
+    found = state.virtual.get(template.name)
+    if found is None:
+        found = state.virtual[template.name] = virtual_host(template)
+    return found

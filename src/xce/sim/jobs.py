@@ -16,7 +16,6 @@ from xce.model.cluster import Queue
 from xce.model.events import JobFinished, JobStarted, JobSubmitted
 from xce.model.jobs import JobSpec
 from xce.model.result import Dispatch
-from xce.sched.admission import oversize
 from xce.sched.errors import SubmitError
 from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.reasons import ORPHAN_ENDED
@@ -51,22 +50,24 @@ class JobLifecycle:
         self._queue_of: dict[str, Queue] = {q.name: q for q in config.queues}
         self._first_queue = config.queues[0].name
         self._queues = {q.name for q in config.queues}
+        # queues with users: (LSF USERS): their submissions are checked on arrival
+        self._checks_users = any(q.users is not None for q in config.queues)
         self._admit(workload)
 
     def _admit(self, workload: Workload) -> None:
         """The workload's jobs that could ever run (the others are too large), as the
         stream of arrivals."""
-        config, hosts = self.sim.config, self.state.live_hosts()
-        # Admission depends on the job's slots, requirement and GPUs only: once per shape.
-        verdicts: dict[tuple[int, str, int], bool] = {}
+        # Admission depends on the job's queue, slots, requirement, GPUs and host list
+        # only: once per shape (sched/admission.py, as the live controller refuses a
+        # submission).
+        verdicts: dict[tuple[str, int, str, int, tuple[str, ...], bool], bool] = {}
         arrivals: list[WorkloadJob] = []
         for job in workload.jobs:
-            shape = (job.procs, job.res, job.gpus)
+            queue = job.queue if job.queue in self._queues else self._first_queue
+            shape = (queue, job.procs, job.res, job.gpus, job.hosts, job.exclusive)
             fits = verdicts.get(shape)
             if fits is None:
-                fits = verdicts[shape] = (
-                    oversize(config, hosts, job.procs, job.res, job.gpus) is None
-                )
+                fits = verdicts[shape] = self._admits(*shape)
             if not fits:
                 self.metrics.too_large.append(job.id)
                 continue
@@ -79,6 +80,21 @@ class JobLifecycle:
         self._arrivals = arrivals
         self.loop.stream([max(j.submit, now) for j in arrivals], self._arrive)
 
+    def _admits(
+        self, queue: str, n: int, res: str, gpus: int, hosts: tuple[str, ...],
+        exclusive: bool,
+    ) -> bool:
+        """Whether some configured host or template could ever run a job of this shape
+        (one whose host list is refused is left to its submission: `refused`)."""
+        probe = JobSpec(id=0, user="", queue=queue, n=n, res=res, gpus=gpus, hosts=hosts,
+                        exclusive=exclusive)
+        if hosts:
+            try:
+                probe = self.state.resolve(probe)
+            except SubmitError:
+                return True
+        return self.state.refusal(probe) is None
+
     def _arrive(self, index: int) -> None:
         job = self._arrivals[index]
         queue = job.queue
@@ -88,10 +104,14 @@ class JobLifecycle:
             n=job.procs, res=job.res, submit=job.submit, run=job.run,
             run_limit=job.run_limit, gpus=job.gpus,
         )
-        if job.name or job.array or job.depend or job.exit_code or job.end_orphan:
+        if (
+            job.name or job.array or job.depend or job.exit_code or job.end_orphan
+            or job.hosts or job.exclusive
+        ):
             spec = msgspec.structs.replace(
                 spec, name=job.name, array=job.array, index=job.index,
                 array_limit=job.array_limit, depend=job.depend, end_orphan=job.end_orphan,
+                hosts=job.hosts, exclusive=job.exclusive,
             )
             if job.exit_code:
                 self._exits[job.id] = job.exit_code
@@ -105,7 +125,7 @@ class JobLifecycle:
         self._submit(spec)
 
     def _submit(self, spec: JobSpec) -> None:
-        if spec.depend or spec.array:
+        if spec.depend or spec.array or spec.hosts or self._checks_users:
             try:  # (checked as the live controller checks a submission)
                 self.state.resolve(spec)
             except SubmitError:

@@ -27,7 +27,7 @@ from typing import Final
 import msgspec
 
 from xce.config import ConfigError, load_yaml
-from xce.config.fields import MapReader, Place, as_id_range, as_list
+from xce.config.fields import MapReader, Place, as_id_range, as_list, as_text
 from xce.resreq import ResReqError, parse
 from xce.resreq.arrays import ArrayError, parse_indices
 from xce.resreq.depend import MAX_INDEX
@@ -42,6 +42,7 @@ SWF_FIELDS: Final = 18
 YAML_JOB_KEYS = (
     "id", "ids", "submit", "run", "n", "user", "queue", "mem_per_proc_mb", "run_limit",
     "requested_time", "res", "gpus", "name", "array", "depend", "exit", "end_orphan",
+    "hosts", "exclusive",
 )
 UNKNOWN_USER: Final = "nobody"  # SWF user -1 (unknown); also the YAML default
 
@@ -75,6 +76,8 @@ class WorkloadJob(msgspec.Struct, frozen=True, gc=False):
     depend: str = ""
     exit_code: int = 0
     end_orphan: bool = False
+    hosts: tuple[str, ...] = ()  # YAML workloads: bsub -m (names, groups, template:GLOB)
+    exclusive: bool = False  # YAML workloads: bsub -x
 
 
 class Workload(msgspec.Struct):
@@ -372,7 +375,10 @@ def _yaml_extras(job: MapReader) -> tuple[WorkloadJob | None, list[int] | None]:
     """A YAML job's name, array, dependency and exit code, as the fields of a
     WorkloadJob (the others are placeholders; None when it has none), and for an
     `array` entry its elements' ids (its `id` plus each index)."""
-    if not any(key in job for key in ("name", "array", "depend", "exit", "end_orphan")):
+    if not any(
+        key in job for key in ("name", "array", "depend", "exit", "end_orphan", "hosts",
+                               "exclusive")
+    ):
         return None, None
     array = limit = 0
     elements: list[int] | None = None
@@ -390,7 +396,18 @@ def _yaml_extras(job: MapReader) -> tuple[WorkloadJob | None, list[int] | None]:
         0, 0.0, 1.0, 1, "", "", name=job.text("name", "", nonempty=False), array=array,
         array_limit=limit, depend=job.text("depend", "", nonempty=False),
         exit_code=job.integer("exit", 0), end_orphan=job.flag("end_orphan", False),
+        hosts=_yaml_hosts(job), exclusive=job.flag("exclusive", False),
     ), elements
+
+
+def _yaml_hosts(job: MapReader) -> tuple[str, ...]:
+    """A YAML job's `hosts:` list (bsub -m), checked against the cluster when it arrives."""
+    if "hosts" not in job:
+        return ()
+    items = as_list(job.get("hosts"), job.value_place("hosts"))
+    if not items:
+        job.value_place("hosts").fail("must not be empty (omit hosts for any host)")
+    return tuple(as_text(item, item_place) for item, item_place in items)
 
 
 def _yaml_run_limit(job: MapReader) -> float | None:
