@@ -454,3 +454,15 @@ def test_agent_command_stops_on_sigterm_and_leaves_its_jobs(tmp_path: Path) -> N
     asyncio.run(with_controller(scenario))
     (tmp_path / "release").touch()
     assert wait_for(lambda: report_of(JobStore(state), 7)).exit_code == 0
+
+
+def test_a_relative_state_dir_is_made_absolute(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job's shim runs in the job's working directory: a relative --state-dir
+    (`xce agent --state-dir w1`) would not be found from there (every job was lost)."""
+    from xce.cli.agent_cmd import agent
+
+    monkeypatch.chdir(tmp_path)
+    context = agent.make_context("agent", ["--controller", "http://127.0.0.1:1",
+                                           "--state-dir", "w1"])
+    assert context.params["state_dir"] == tmp_path / "w1"

@@ -80,7 +80,8 @@ def read_token(token_file: Path | None) -> str:
 )
 @click.option(
     "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    # (absolute: the job's shim runs in the job's working directory)
+    type=click.Path(file_okay=False, path_type=Path, resolve_path=True),
     help="Job directories [default: /tmp/xce-agent-NAME].",
 )
 @click.option(
