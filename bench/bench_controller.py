@@ -15,6 +15,9 @@ started by this script on loopback (a temporary state directory, stopped at the 
    would make it. Target: p99 <= 100 ms while sessions run. Also measured: the same
    user's 1,000 pending jobs without a limit, and in-process on the same state the cost
    of a session, of indexing its pending reasons by job, and of a full GC collection.
+   With --scrape SECONDS, the sessions case also measures the limit-100 query with and
+   without a scraper asking `GET /metrics` every SECONDS (alternated, --scrape-rounds
+   pairs on the same controller): p99 with scraping within 10 % of without (issue 22).
 3. recovery: time from starting `xce controller` until it serves (`GET /jobs?limit=1`
    answers) on a log of 1,000,000 facts and no snapshot: 300 hosts, ~336,000 jobs
    submitted, started and finished over ~4 days, ~3,200 pending and ~1,900 running at
@@ -30,6 +33,7 @@ The static hosts have no agent: the controller runs with --unreach-after and
 nothing is requeued. Client and controller share the machine.
 
 Run: python bench/bench_controller.py [--runs 3] [--only submit,query,recovery] [--dir DIR]
+     [--scrape 1]
 """
 
 from __future__ import annotations
@@ -348,14 +352,26 @@ def query_facts(
 
 
 async def query_load(
-    url: str, headers: dict[str, str], params: dict[str, str], duration: float, churn: str
+    url: str, headers: dict[str, str], params: dict[str, str], duration: float, churn: str,
+    scrape: float | None = None, scrapes: list[float] | None = None,
 ) -> tuple[list[float], int, int]:
     """One client asking `GET /jobs` back to back for `duration` s while an admin closes
-    and reopens host `churn` every 0.5 s: (latencies, jobs in the last answer,
-    sessions run meanwhile)."""
+    and reopens host `churn` every 0.5 s (and, with `scrape`, a scraper asks
+    `GET /metrics` every `scrape` s, its latencies appended to `scrapes`): (latencies,
+    jobs in the last answer, sessions run meanwhile)."""
     latencies: list[float] = []
     shown = 0
     async with aiohttp.ClientSession(headers=headers) as http:
+
+        async def scraper(until: float, every: float) -> None:
+            while time.perf_counter() < until:
+                await asyncio.sleep(every)
+                began = time.perf_counter()
+                async with http.get(f"{url}/metrics") as response:
+                    await response.read()
+                    response.raise_for_status()
+                if scrapes is not None:
+                    scrapes.append(time.perf_counter() - began)
 
         async def session_count() -> int:
             async with http.get(f"{url}/demand") as response:
@@ -373,6 +389,7 @@ async def query_load(
         first = await session_count()
         until = time.perf_counter() + duration
         churner = asyncio.create_task(toggle(until))
+        scraping = asyncio.create_task(scraper(until, scrape)) if scrape else None
         while time.perf_counter() < until:
             began = time.perf_counter()
             async with http.get(f"{url}/jobs", params=params) as response:
@@ -381,6 +398,8 @@ async def query_load(
             latencies.append(time.perf_counter() - began)
             shown = body.count(b'"id"')
         await churner
+        if scraping is not None:
+            await scraping
         last = await session_count()
     return latencies, shown, last - first
 
@@ -410,8 +429,31 @@ def in_process_session(facts: list[tuple[float, Event]], churn: str) -> tuple[fl
     return statistics.median(times), index, full
 
 
+def scrape_comparison(daemon: Daemon, params: dict[str, str], duration: float, churn: str,
+                      scrape: float, rounds: int) -> None:
+    """The query's p99 without and with a scraper every `scrape` s, alternated."""
+    p99s: dict[bool, list[float]] = {False: [], True: []}
+    scrapes: list[float] = []
+    for _round in range(rounds):
+        for scraping in (False, True):
+            lat, _shown, _sessions = asyncio.run(query_load(
+                daemon.url, daemon.headers, params, duration, churn,
+                scrape if scraping else None, scrapes))
+            p99s[scraping].append(percentile(lat, 99))
+    shown = {k: " ".join(f"{v * 1000:.1f}" for v in p99s[k]) for k in p99s}
+    without, with_ = statistics.median(p99s[False]), statistics.median(p99s[True])
+    verdict = "met" if with_ <= without * 1.1 else "MISSED"
+    print(f"   scraping GET /metrics every {scrape:g} s, alternated ({rounds} pairs of "
+          f"{duration:.0f} s): p99 without {shown[False]} ms, with {shown[True]} ms; "
+          f"medians {without * 1000:.1f} / {with_ * 1000:.1f} ms "
+          f"({with_ / without - 1:+.1%}; target within 10 %: {verdict}); a scrape "
+          f"p50 {seconds(statistics.median(scrapes))}, max {seconds(max(scrapes))} "
+          f"({len(scrapes)} scrapes)")
+
+
 def bench_query(
-    work: Path, hosts: int, jobs: int, shapes: int, users: int, duration: float
+    work: Path, hosts: int, jobs: int, shapes: int, users: int, duration: float,
+    scrape: float | None = None, scrape_rounds: int = 3,
 ) -> None:
     print(
         f"\n2. GET /jobs over {jobs:,} pending jobs ({shapes} shapes, {users} users) on "
@@ -455,6 +497,9 @@ def bench_query(
                     shown,
                     sessions,
                 )
+            if scrape is not None and interval < 1:
+                scrape_comparison(daemon, queries["u1 pending, limit 100"], duration, churn,
+                                  scrape, scrape_rounds)
         print(f"   {case}: controller peak RSS {daemon.peak_mb:.0f} MB")
     print(
         f"   {'case':<11} {'query':<26} {'p50':>9} {'p99':>9} {'max':>9} {'requests':>9} "
@@ -722,6 +767,11 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=1000, help="query case hosts")
     parser.add_argument("--jobs", type=int, default=100_000, help="query case pending jobs")
     parser.add_argument("--facts", type=int, default=1_000_000, help="recovery log length")
+    parser.add_argument("--scrape", type=float, default=None, metavar="SECONDS",
+                        help="query case: also compare p99 with GET /metrics scraped every "
+                        "SECONDS (alternated with no scraping)")
+    parser.add_argument("--scrape-rounds", type=int, default=3,
+                        help="pairs of runs (without, with scraping) for --scrape")
     parser.add_argument(
         "--profile",
         action="store_true",
@@ -742,7 +792,8 @@ def main() -> None:
         if "submit" in only:
             bench_submit(work, args.runs, args.clients, args.submit_seconds)
         if "query" in only:
-            bench_query(work, args.hosts, args.jobs, 100, 100, args.query_seconds)
+            bench_query(work, args.hosts, args.jobs, 100, 100, args.query_seconds,
+                        args.scrape, args.scrape_rounds)
         if "recovery" in only:
             bench_recovery(work, args.facts, args.profile)
     print(f"\ntotal {time.perf_counter() - started:.0f} s")

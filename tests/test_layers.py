@@ -33,7 +33,8 @@ LAYER: dict[str, int] = {
     **dict.fromkeys(DRIVERS, 6),
     "cli": 7,
 }
-SUPPORT = ("tuning", "atomic_json")  # for the drivers and the CLI; import nothing of xce
+SUPPORT = ("tuning", "atomic_json", "metrics")  # for the drivers and the CLI; import
+# nothing of xce (but its root, `__version__`)
 DATA = ("examples",)  # data files, no module
 
 

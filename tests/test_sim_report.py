@@ -1,17 +1,18 @@
-"""The simulation report: plots and index.html of a small elastic run."""
+"""The simulation report: charts and index.html of a small elastic run (the charts
+that have data only: tests/test_sim_report_charts.py)."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 from matplotlib.image import imread
 
 from xce.config import load_config
 from xce.sim.driver import Simulator
-from xce.sim.report import MAX_POINTS, downsample, time_unit, write_report
+from xce.sim.report import write_report
+from xce.sim.report_plots import time_unit
 from xce.sim.workload import load_workload
 
 CLUSTER = """\
@@ -58,8 +59,9 @@ def test_report_files(tmp_path: Path) -> None:
     assert summary["hosts_joined"] > 0  # the run did use the template
     out = tmp_path / "report"
     write_report(out, simulator, summary)
-    names = ["hosts.png", "jobs.png", "waits.png", "tokens.png"]
-    assert sorted(p.name for p in out.iterdir()) == sorted([*names, "index.html"])
+    names = ["hosts.png", "jobs.png", "waits.png"]  # no prices, no countables
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*names, "index.html", "summary.json", "series.json"])
     for name in names:
         data = (out / name).read_bytes()
         assert data.startswith(PNG_MAGIC), name
@@ -69,6 +71,7 @@ def test_report_files(tmp_path: Path) -> None:
     for name in names:
         assert f'src="{name}"' in page
     assert "<th>hosts_joined</th>" in page
+    assert page.count("<h1>") == 1 and page.count("XCE simulation: ") == 2  # head, h1
     assert "http" not in page  # no external assets
 
 
@@ -79,22 +82,10 @@ def test_report_without_sessions(tmp_path: Path) -> None:
     simulator = Simulator(load_config(tmp_path / "cluster.yaml"),
                           load_workload(tmp_path / "jobs.yaml"))
     write_report(tmp_path / "r", simulator, simulator.summary())
-    assert (tmp_path / "r" / "waits.png").read_bytes().startswith(PNG_MAGIC)
-    assert (tmp_path / "r" / "index.html").is_file()
-
-
-def test_downsample_keeps_peaks() -> None:
-    count = 200_003
-    time = np.arange(count, dtype=np.float64) * 10.0
-    values = np.zeros(count)
-    values[123_457] = 42.0  # a one-session spike
-    out = downsample(time, {"time": time, "pending": values})
-    assert len(out["time"]) == len(out["pending"]) <= MAX_POINTS + 1
-    assert out["pending"].max() == 42.0
-    assert out["time"][0] == 0.0 and out["time"][-1] == time[-1]
-    assert np.all(np.diff(out["time"]) >= 0)
-    short = downsample(time[:10], {"pending": values[:10]})
-    assert len(short["time"]) == 10
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["index.html", "summary.json"]
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "Not drawn: hosts, jobs, cost and tokens over time (no session ran); " \
+           "wait times (no job finished)." in page
 
 
 def test_time_unit() -> None:
@@ -127,7 +118,7 @@ def test_report_shows_cost_per_template_and_in_total(tmp_path: Path) -> None:
     row = (f'<tr><th>cloud</th><td class="value">{hours:,.3f}</td>'
            f'<td class="value">1.500</td><td class="value">{cost:,.3f}</td></tr>')
     assert row in page, "per template: host-hours, price per host-hour, cost"
-    assert (f'<tr><th>total</th><td></td><td></td>'
+    assert ('<tr><th>total</th><td class="value"></td><td class="value"></td>'
             f'<td class="value">{summary["cost_total"]:,.3f}</td></tr>') in page
     (tmp_path / "plain").mkdir()
     plain = simulate(tmp_path / "plain")

@@ -18,13 +18,16 @@ from xce.config import ConfigError, load_config
 from xce.controller.app import make_app
 from xce.controller.auth import AuthError, TokenStore
 from xce.controller.core import Controller, Settings
+from xce.controller.metrics import METRICS
 from xce.controller.store import SqliteStore, StoreError
+from xce.metrics import bound_url, listen_address, serve_metrics
 from xce.model.api import ROLES
 from xce.model.recording import Recorder
 
 DEFAULTS = Settings()
 STORE_FILE = "xce.db"
 URL_FILE = "controller.url"
+METRICS_URL_FILE = "metrics.url"  # where --metrics-listen serves (docs/metrics.md)
 ADMIN_TOKEN_FILE = "admin.token"
 
 
@@ -114,6 +117,9 @@ def token_revoke(state_dir: str, name: str, role: str | None) -> None:
               show_default=True,
               help="Seconds past its run limit after which the controller ends a job its "
               "agent has not reported ended.")
+@click.option("--metrics-listen", default=None, metavar="HOST:PORT",
+              help="Also serve GET /metrics on HOST:PORT, without authentication "
+              "(default: only on --listen, with a metrics or admin token).")
 def controller(
     config_path: str,
     state_dir: str,
@@ -124,6 +130,7 @@ def controller(
     requeue_after: float,
     snapshot_every: int,
     limit_grace: float,
+    metrics_listen: str | None,
 ) -> None:
     """Run the controller: the API, the durable log and the scheduling sessions."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -138,6 +145,10 @@ def controller(
     if not host or not port.isdigit():
         raise click.ClickException(f"--listen {listen}: expected HOST:PORT")
     try:
+        scrape = listen_address(metrics_listen) if metrics_listen else None
+    except ValueError as err:
+        raise click.ClickException(f"--metrics-listen {err}") from err
+    try:
         store = SqliteStore(Path(state_dir) / STORE_FILE)
     except StoreError as err:
         raise click.ClickException(str(err)) from err
@@ -146,21 +157,29 @@ def controller(
     recorder = Recorder(record, source="live") if record else None
     ctl = Controller(config, store, settings, recorder=recorder)
     try:
-        asyncio.run(_serve(make_app(ctl, tokens), host, int(port), Path(state_dir)))
+        asyncio.run(_serve(make_app(ctl, tokens), host, int(port), Path(state_dir), scrape))
     finally:
         store.close()
 
 
-async def _serve(app: web.Application, host: str, port: int, state_dir: Path) -> None:
+async def _serve(app: web.Application, host: str, port: int, state_dir: Path,
+                 scrape: tuple[str, int] | None) -> None:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
+    scraped = None
+    if scrape is not None:  # after the API's start: the metrics follow every live fact
+        try:
+            scraped = await serve_metrics(app[METRICS].registry, *scrape)
+        except OSError as err:
+            await runner.cleanup()
+            raise click.ClickException(f"--metrics-listen: cannot listen on "
+                                       f"{scrape[0]}:{scrape[1]}: {err.strerror}") from err
+        _publish(state_dir, METRICS_URL_FILE, bound_url(scraped, *scrape))
     bound = runner.addresses[0][1] if runner.addresses else port
     url = f"http://{host}:{bound}"
-    partial = state_dir / (URL_FILE + ".tmp")  # readers never see a half-written file
-    partial.write_text(url + "\n")
-    os.replace(partial, state_dir / URL_FILE)
+    _publish(state_dir, URL_FILE, url)
     logging.getLogger("xce.controller").info("listening on %s", url)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -169,4 +188,14 @@ async def _serve(app: web.Application, host: str, port: int, state_dir: Path) ->
     await stop.wait()
     with contextlib.suppress(OSError):
         os.remove(state_dir / URL_FILE)
+        os.remove(state_dir / METRICS_URL_FILE)
+    if scraped is not None:
+        await scraped.cleanup()
     await runner.cleanup()
+
+
+def _publish(state_dir: Path, name: str, url: str) -> None:
+    """Write a URL file of the state directory (readers never see it half-written)."""
+    partial = state_dir / (name + ".tmp")
+    partial.write_text(url + "\n")
+    os.replace(partial, state_dir / name)

@@ -16,6 +16,7 @@ import msgspec
 from xce.cli.client_cmds import table
 from xce.config import ConfigError, load_config
 from xce.config.providers.file import load_providers
+from xce.metrics import bound_url, listen_address, serve_metrics
 from xce.model.job_ids import jobs_column
 from xce.provisioner.daemon import Provisioner
 from xce.provisioner.provider import ProviderError
@@ -137,13 +138,21 @@ def running_lines(shown: Status) -> list[str]:
               help="Seconds a requested host has to join before it counts as failed.")
 @click.option("--orphan-grace", type=float, default=30.0, show_default=True,
               help="Seconds before an instance no record knows is released.")
+@click.option("--metrics-listen", default=None, metavar="HOST:PORT",
+              help="Serve this instance's GET /metrics on HOST:PORT, without "
+              "authentication (docs/metrics.md).")
 def run(controller: str, token_file: str, config_path: str, work_dir: str,
         providers_path: str | None, pools: tuple[str, ...], name: str | None,
-        interval: float, lease_ttl: float, join_deadline: float, orphan_grace: float) -> None:
+        interval: float, lease_ttl: float, join_deadline: float, orphan_grace: float,
+        metrics_listen: str | None) -> None:
     """Run a provisioner instance with the providers of --providers (default: the
     local provider, the embedded default)."""
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        scrape = listen_address(metrics_listen) if metrics_listen else None
+    except ValueError as err:
+        raise click.BadParameter(str(err), param_hint="--metrics-listen") from err
     try:
         config = load_config(config_path)
         specs = load_providers(providers_path) if providers_path else default_providers()
@@ -161,12 +170,25 @@ def run(controller: str, token_file: str, config_path: str, work_dir: str,
     daemon = Provisioner(controller, token, me, config, providers, lease_ttl,
                          status_file=status_file(work_dir, me),
                          orphan_grace=orphan_grace, join_deadline=join_deadline)
-    asyncio.run(_serve(daemon, interval))
+    asyncio.run(_serve(daemon, interval, scrape))
 
 
-async def _serve(daemon: Provisioner, interval: float) -> None:
+async def _serve(daemon: Provisioner, interval: float, scrape: tuple[str, int] | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await daemon.run(interval, stop)
+    scraped = None
+    if scrape is not None:
+        try:
+            scraped = await serve_metrics(daemon.metrics.registry, *scrape)
+        except OSError as err:
+            raise click.ClickException(f"--metrics-listen: cannot listen on "
+                                       f"{scrape[0]}:{scrape[1]}: {err.strerror}") from err
+        logging.getLogger("xce.provisioner").info(
+            "metrics on %s", bound_url(scraped, *scrape))
+    try:
+        await daemon.run(interval, stop)
+    finally:
+        if scraped is not None:
+            await scraped.cleanup()

@@ -14,11 +14,14 @@ from xce.config import ConfigError, load_config
 from xce.model.cluster import ClusterConfig
 from xce.model.recording import Recorder, RecordingError
 from xce.resreq import ResReqError, parse, validate
+from xce.sim.compare import Run
 from xce.sim.driver import Simulator
 from xce.sim.replay import replay as replay_recording
 from xce.sim.sizing import sized_cluster
 from xce.sim.workload import Workload, WorkloadError, load_workload, transform
 from xce.tuning import settle_heap
+
+from .sim_compare import compare, read_run, show_comparison
 
 if TYPE_CHECKING:
     from xce.sim.provider_kinds import ProviderKinds
@@ -27,6 +30,9 @@ if TYPE_CHECKING:
 @click.group()
 def sim() -> None:
     """The simulator: the same scheduler on workload traces."""
+
+
+sim.add_command(compare)
 
 
 def _workload(path: str, start: float | None, end: float | None, first: int | None,
@@ -167,12 +173,18 @@ def workload_options(f: click.decorators.FC) -> click.decorators.FC:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--record", type=click.Path(dir_okay=False), help="Write a recording.")
 @click.option("--report", type=click.Path(file_okay=False), help="Write a report directory.")
+@click.option("--baseline", type=click.Path(exists=True),
+              help="Then compare with this run (a summary JSON or a report directory).")
 def run(cluster: str | None, workload_path: str, start: float | None, end: float | None,
         first: int | None, load: float, elastic: float | None, seed: int | None,
         reserve_depth: int | None, backfill: bool, enforce_limits: bool | None,
         providers_path: str | None, as_json: bool, record: str | None,
-        report: str | None) -> None:
+        report: str | None, baseline: str | None) -> None:
     """Simulate WORKLOAD on CLUSTER (default: a cluster sized from the trace)."""
+    if baseline and as_json:
+        raise click.UsageError("--baseline prints a table: not with --json "
+                               "(compare the JSON with `xce sim compare`)")
+    base = read_run(baseline) if baseline else None
     workload = _workload(workload_path, start, end, first, load)
     config = _plan_options(_cluster(cluster, workload, elastic), reserve_depth, backfill,
                            enforce_limits)
@@ -209,6 +221,8 @@ def run(cluster: str | None, workload_path: str, start: float | None, end: float
         click.echo(msgspec.json.encode(summary).decode())
     else:
         _show_summary({**summary, **rows})
+    if base is not None:
+        show_comparison([base, Run("this run", summary)])
 
 
 def _show_summary(summary: dict[str, object]) -> None:

@@ -22,12 +22,14 @@ from xce.controller.auth import Identity, TokenStore
 from xce.controller.core import Controller
 from xce.controller.journal import JournalFailed
 from xce.controller.leases import Lease
+from xce.controller.metrics import METRICS, ControllerMetrics
 from xce.controller.openapi import openapi_document
 from xce.controller.problems import ApiProblem, refuse
 from xce.controller.queue_info import queue_infos
 from xce.controller.records import INSTANCE_FINAL, REQUEST_FINAL, RequestRecord
 from xce.controller.suspend import USUSP
 from xce.controller.tokens import API_STEPS
+from xce.controller.ui import is_ui_path
 from xce.controller.view import FINISHED, PEND, PSUSP, RUN, JobRecord
 from xce.model.api import (
     FENCING_HEADER,
@@ -82,6 +84,7 @@ READERS = frozenset({"admin", "user", "scheduler", "provisioner"})
 USERS = frozenset({"admin", "user"})
 ADMINS = frozenset({"admin"})
 MANAGERS = frozenset({"admin", "provisioner"})  # hosts: a provisioner only template hosts
+SCRAPERS = frozenset({"admin", "metrics"})  # GET /metrics (the metrics role: nothing else)
 STATE_FILTERS = {
     "all": None,
     "pend": (PEND, PSUSP),
@@ -156,8 +159,8 @@ def caller(request: web.Request, roles: frozenset[str]) -> Identity:
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Authenticate, then turn every failure into a JSON error."""
     try:
-        if request.path != "/openapi.json":
-            request[IDENTITY] = authenticate(request)
+        if request.path != "/openapi.json" and not is_ui_path(request.path):
+            request[IDENTITY] = authenticate(request)  # (the page's handlers: their own)
         return await handler(request)
     except ApiProblem as err:
         return problem(err.status, err.message)
@@ -501,14 +504,19 @@ async def list_requests(request: web.Request) -> web.Response:
     """`?all=1`: ended requests too; `?provider=P`: one provider's."""
     caller(request, READERS)
     ctl = request.app[CONTROLLER]
-    provider = request.query.get("provider")
     every = request.query.get("all") in ("1", "true", "yes")
-    shown = [r for r in ctl.records.requests.values()
-             if (provider is None or r.provider == provider)
-             and (every or r.state not in REQUEST_FINAL
-                  or any(ctl.records.instances[h].state not in INSTANCE_FINAL
-                         for h in r.hosts))]
+    shown = requests_shown(ctl, request.query.get("provider"), every)
     return reply(RequestList([request_info(ctl, r) for r in shown]))
+
+
+def requests_shown(ctl: Controller, provider: str | None, every: bool) -> list[RequestRecord]:
+    """The requests `GET /requests` lists: of `provider` (None: any), and unless
+    `every`, only those not ended or with an instance not ended."""
+    return [r for r in ctl.records.requests.values()
+            if (provider is None or r.provider == provider)
+            and (every or r.state not in REQUEST_FINAL
+                 or any(ctl.records.instances[h].state not in INSTANCE_FINAL
+                        for h in r.hosts))]
 
 
 async def get_request(request: web.Request) -> web.Response:
@@ -656,8 +664,15 @@ async def openapi(request: web.Request) -> web.Response:
     return reply(openapi_document())
 
 
+async def get_metrics(request: web.Request) -> web.Response:
+    """The Prometheus text exposition (docs/metrics.md): metrics or admin tokens."""
+    caller(request, SCRAPERS)
+    return request.app[METRICS].response()
+
+
 ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/openapi.json", openapi),
+    ("GET", "/metrics", get_metrics),
     ("POST", "/jobs", submit),
     ("GET", "/jobs", list_jobs),
     ("GET", r"/jobs/{job:\d{1,18}}", get_job),
@@ -714,11 +729,17 @@ async def _every(seconds: float | Callable[[], float],
 
 
 def make_app(ctl: Controller, tokens: TokenStore) -> web.Application:
-    app = web.Application(middlewares=[errors], client_max_size=4 * 1024 * 1024)
+    metrics = ControllerMetrics(ctl)  # (before ctl.start: it follows every live fact)
+    app = web.Application(middlewares=[metrics.middleware, errors],
+                          client_max_size=4 * 1024 * 1024)
+    app[METRICS] = metrics
     app[CONTROLLER] = ctl
     app[TOKENS] = tokens
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
+    from xce.controller.ui.routes import add_ui_routes  # (it imports this module)
+
+    add_ui_routes(app)  # the status page, /ui (docs/ui.md)
 
     async def background(app: web.Application) -> AsyncIterator[None]:
         await ctl.start()

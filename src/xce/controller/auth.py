@@ -38,7 +38,7 @@ class TokenEntry(msgspec.Struct, frozen=True):
     sha256: str
 
 
-def _digest(token: str) -> str:
+def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -60,6 +60,11 @@ class TokenStore:
 
     def identify(self, token: str) -> Identity | None:
         """Who holds `token`, or None for an unknown token."""
+        return self.identify_digest(token_digest(token))
+
+    def identify_digest(self, digest: str) -> Identity | None:
+        """Who holds the token of this SHA-256 digest (hex), or None: a status page
+        session keeps the digest, never the token, and ends with the token."""
         try:
             stat = self.path.stat()
         except FileNotFoundError:
@@ -68,7 +73,7 @@ class TokenStore:
         if stamp != self._stamp:
             self._by_digest = {e.sha256: Identity(e.name, e.role) for e in self.entries()}
             self._stamp = stamp
-        return self._by_digest.get(_digest(token))
+        return self._by_digest.get(digest)
 
     def add(self, name: str, role: str) -> str:
         """Make a token for `name` in `role`; returns the token (shown only now)."""
@@ -77,7 +82,7 @@ class TokenStore:
         if not name:
             raise AuthError("a token needs a name")
         token = "xce_" + secrets.token_urlsafe(32)
-        self._write([*self.entries(), TokenEntry(name, role, _digest(token))])
+        self._write([*self.entries(), TokenEntry(name, role, token_digest(token))])
         return token
 
     def revoke(self, name: str, role: str | None = None) -> int:

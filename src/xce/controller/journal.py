@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Sequence
+import time as wallclock
+from collections.abc import Callable, Sequence
 
 from xce.controller.store import Store
 from xce.model.events import Event
@@ -45,8 +46,10 @@ class _Entry:
 class Journal:
     """Ordered, group-committed appends to a `Store` from an asyncio loop."""
 
-    def __init__(self, store: Store, last_seq: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, store: Store, last_seq: int, loop: asyncio.AbstractEventLoop,
+                 timed: Callable[[float], None] | None = None) -> None:
         self.store = store
+        self.timed = timed  # told the seconds of each commit of facts (on the writer thread)
         self.loop = loop
         self.queued_seq = last_seq  # seq of the last fact queued
         self.durable_seq = last_seq  # seq of the last fact known durable
@@ -89,7 +92,10 @@ class Journal:
                 group, self._queue = self._queue, []
             facts = [e for e in group if e.snapshot_seq is None]
             try:
+                started = wallclock.perf_counter()
                 seqs = self.store.append_batches([(e.time, e.events) for e in facts])
+                if self.timed is not None and facts:
+                    self.timed(wallclock.perf_counter() - started)
                 for entry in group:
                     if entry.snapshot_seq is not None:
                         self.store.write_snapshot(entry.snapshot_seq, entry.events, entry.extra)

@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -62,6 +62,20 @@ class Settings(msgspec.Struct, frozen=True):
     # A running job past its run limit by this long, not reported ended by its agent
     # (which ends it at the limit): the controller ends it itself.
     limit_grace: float = 30.0
+
+
+class Watch(Protocol):
+    """What follows the controller as it runs, not from the log (the metrics,
+    controller/metrics.py): the end of recovery, each live fact just before it applies
+    (never a recovered one), each session's result, each commit's time in the store."""
+
+    def recovered(self) -> None: ...
+
+    def fact(self, time: float, event: Event) -> None: ...
+
+    def session(self, result: SessionResult) -> None: ...
+
+    def appended(self, seconds: float) -> None: ...
 
 
 class _HostExtra(msgspec.Struct):
@@ -119,6 +133,7 @@ class FactKernel:
         self.up_since = 0.0  # when the log was opened: agents get a fresh limit_grace then
         self._facts_since_snapshot = 0
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="xce-session")
+        self.watch: Watch | None = None  # set before `open`
 
     @property
     def state(self) -> SchedulerQueries:
@@ -133,7 +148,10 @@ class FactKernel:
         with collector_paused():  # (bench_controller.py recovery: about 15 %)
             last = self.recover()
         settle_heap()  # what was recovered stays: keep it out of the collector's way
-        self.journal = Journal(self.store, last, asyncio.get_running_loop())
+        if self.watch is not None:
+            self.watch.recovered()
+        self.journal = Journal(self.store, last, asyncio.get_running_loop(),
+                               self.watch.appended if self.watch is not None else None)
         self.up_since = self.clock()
         return last
 
@@ -184,6 +202,8 @@ class FactKernel:
     def _apply(self, time: float, event: Event, record: bool = True) -> None:
         """Follow one fact: the view and the records take every fact; the scheduler
         state (and the recording, its input) only scheduler events."""
+        if record and self.watch is not None:
+            self.watch.fact(time, event)
         if is_scheduler_event(event):
             if self.busy:
                 self.backlog.append((time, event))
@@ -240,6 +260,8 @@ class FactKernel:
         `done_reading`, since the session did not see the facts that waited."""
         if self.recorder is not None:
             self.recorder.session(time, result)
+        if self.watch is not None:
+            self.watch.session(result)
 
     # ------------------------------------------------------------------ reading the state
     def reading(self) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Collection
 
 import msgspec
 
+from xce.controller.job_counts import JobCounts
 from xce.model.causes import Cause
 from xce.model.cluster import ClusterConfig, HostShape, ResourceValue
 from xce.model.events import (
@@ -34,6 +35,8 @@ from xce.model.lifecycle import HOST_LIFE, HostState
 
 PEND, PSUSP, RUN, DONE, EXIT = "PEND", "PSUSP", "RUN", "DONE", "EXIT"
 FINISHED = (DONE, EXIT)
+# the facts that change a job the view keeps (its state or queue: JobCounts)
+_JOB_CHANGES = (JobStarted, JobFinished, JobKilled, JobRequeued, JobModified, JobHeld)
 
 
 def end_state(event: JobFinished) -> str:
@@ -96,6 +99,7 @@ class HostView:
         "token_sha256",
         "type",
         "unreach_since",
+        "used",
     )
 
     def __init__(self, shape: HostShape, template: str | None, state: str,
@@ -118,12 +122,9 @@ class HostView:
         # state, reason and cause to return to when the agent is back
         self.resume: tuple[str, str, Cause | None] = (HostState.OK, "", None)
         self.jobs: dict[int, int] = {}  # job -> slots here
+        self.used = 0  # the slots of `jobs`, kept as they change (ClusterView)
         self.last_heartbeat: float | None = None
         self.unreach_since: float | None = None
-
-    @property
-    def used(self) -> int:
-        return sum(self.jobs.values())
 
     @property
     def closed_by_admin(self) -> bool:
@@ -144,8 +145,21 @@ class ClusterView:
         # running jobs whose run limit changed since they started: their agents are told
         self.relimited: set[int] = set()
         self.last_host_number = 0  # names of expected hosts: <template>-<number>
+        self.counts = JobCounts()  # jobs per (state, queue), kept as facts apply
 
     def apply(self, event: Event, time: float) -> None:
+        """Follow one fact; a job it changes leaves its count before and joins it after."""
+        job = self.jobs.get(event.job) if isinstance(event, _JOB_CHANGES) else None
+        if job is None:
+            self._follow(event, time)
+            return
+        self.counts.drop(job.state, job.spec)
+        try:
+            self._follow(event, time)
+        finally:
+            self.counts.put(job.state, job.spec)
+
+    def _follow(self, event: Event, time: float) -> None:
         match event:
             case JobSubmitted(job=spec):
                 self._add(JobRecord(spec, PSUSP if spec.hold else PEND))
@@ -153,7 +167,9 @@ class ClusterView:
                 job = self.jobs[job_id]
                 job.state, job.start_time, job.hosts = RUN, start, dict(hosts)
                 for name, slots in hosts.items():
-                    self.hosts[name].jobs[job_id] = slots
+                    host = self.hosts[name]
+                    host.used += slots - host.jobs.get(job_id, 0)
+                    host.jobs[job_id] = slots
             case JobFinished(job=job_id, time=end, exit_code=code, signal=signal, reason=why):
                 job = self._end(job_id, end)
                 job.state = end_state(event)
@@ -229,7 +245,7 @@ class ClusterView:
         for name in job.hosts:
             host = self.hosts.get(name)
             if host is not None:
-                host.jobs.pop(job_id, None)
+                host.used -= host.jobs.pop(job_id, 0)
         job.end_time = end
         return job
 
@@ -252,6 +268,7 @@ class ClusterView:
             if job.state in FINISHED and job.end_time is not None and job.end_time < before
         ]
         for job in old:
+            self.counts.drop(job.state, job.spec)
             del self.jobs[job.spec.id]
             del self.by_user[job.spec.user][job.spec.id]
             if job.spec.array:
@@ -268,6 +285,10 @@ class ClusterView:
             self._add(record)
 
     def _add(self, job: JobRecord) -> None:
+        old = self.jobs.get(job.spec.id)
+        if old is not None:
+            self.counts.drop(old.state, old.spec)
+        self.counts.put(job.state, job.spec)
         self.jobs[job.spec.id] = job
         self.by_user.setdefault(job.spec.user, {})[job.spec.id] = job
         if job.spec.array:

@@ -8,6 +8,7 @@ docs/providers/license.md.
     GET  /leases/{id}                  one lease
     POST /leases/{id}/renew            {ttl?} -> the lease, valid for ttl from now
     POST /leases/{id}/return           {amount?} -> what was returned, what remains
+    GET  /metrics                      the Prometheus text exposition (docs/metrics.md)
 
 Every error is JSON `{"error": "...", "status": N}`; a refused request changes
 nothing. With a token file, every request carries `Authorization: Bearer <token>`.
@@ -25,8 +26,11 @@ from typing import TypeVar
 
 import msgspec
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
+from xce.license.metrics import pool_registry
 from xce.license.pool import LicensePool, PoolError
+from xce.metrics import exposition
 from xce.model.license_api import (
     ApiError,
     BorrowRequest,
@@ -43,6 +47,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 POOL = web.AppKey("pool", LicensePool)
 TOKEN = web.AppKey("token", str)  # "" : no authentication
+METRICS = web.AppKey("metrics", CollectorRegistry)
 SWEEP_EVERY = 0.5  # seconds between expiry sweeps (every request sweeps too)
 MAX_BODY = 64 * 1024
 
@@ -147,7 +152,12 @@ async def give_back(request: web.Request) -> web.Response:
     return reply(pool.give_back(request.match_info["lease"], body.amount))
 
 
+async def metrics(request: web.Request) -> web.Response:
+    return exposition(request.app[METRICS])
+
+
 ROUTES: list[tuple[str, str, Handler]] = [
+    ("GET", "/metrics", metrics),
     ("GET", "/features", list_features),
     ("GET", "/features/{feature}", get_feature),
     ("POST", "/features/{feature}/borrow", borrow),
@@ -172,6 +182,7 @@ def make_app(pool: LicensePool, token: str = "") -> web.Application:
     app = web.Application(middlewares=[errors], client_max_size=MAX_BODY)
     app[POOL] = pool
     app[TOKEN] = token
+    app[METRICS] = pool_registry(pool)
     for method, path, handler in ROUTES:
         app.router.add_route(method, path, handler)
 

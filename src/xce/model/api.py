@@ -20,7 +20,8 @@ Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 # A job's user priority (`-sp`, LSF's 1..MAX_USER_PRIORITY; 0: none)
 UserPriority = Annotated[int, msgspec.Meta(ge=0, le=MAX_USER_PRIORITY)]
 
-ROLES = ("admin", "user", "agent", "scheduler", "provisioner")
+# metrics: GET /metrics only (a Prometheus scraper's read-only token, docs/metrics.md)
+ROLES = ("admin", "user", "agent", "scheduler", "provisioner", "metrics")
 # The exit reason of a job ended at its run limit (by its agent, or by the controller
 # when the agent did not report it in time): docs/cluster.md, "Run limits".
 RUN_LIMIT_REACHED = "run limit reached"

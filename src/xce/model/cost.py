@@ -6,9 +6,13 @@ their sum. Amounts are rounded to 3 decimal places, as the summary's host-hours.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Final, Protocol
+
+from xce.model.lifecycle import HostState
 
 DECIMALS = 3
+# The states of a provisioned host that its provider bills: joined and not given back.
+RUNNING_STATES: Final = (HostState.OK, HostState.CLOSED, HostState.UNREACH)
 
 
 class Priced(Protocol):

@@ -48,6 +48,7 @@ from xce.policy import (
 from xce.policy.actions import CancelHosts
 from xce.provisioner.client import ControllerClient, ControllerRefused
 from xce.provisioner.leadtime import LeadTimes
+from xce.provisioner.metrics import ProvisionerMetrics
 from xce.provisioner.provider import HostGrant, Provider, ProviderError
 from xce.provisioner.reconcile import Reconciler
 from xce.provisioner.round import policy_input
@@ -101,12 +102,11 @@ class Provisioner:
         self.lead_times = LeadTimes()  # request-to-join observations per template
         self._made: list[dict[str, Any]] = []  # requests made this round (JSON)
         self._session_time: float | None = None  # of the session whose demand is acted on
+        self.metrics = ProvisionerMetrics(name, (t.name for t in config.catalog.templates))
+        self._provider_of = {t.name: t.provider for t in config.catalog.templates}
 
     def _template_provider(self, template: str) -> str:
-        for t in self.config.catalog.templates:
-            if t.name == template:
-                return t.provider
-        raise KeyError(template)
+        return self._provider_of[template]  # (KeyError: not in the catalog)
 
     # ------------------------------------------------------------------ one round
     async def round(self) -> list[Action]:
@@ -125,6 +125,7 @@ class Provisioner:
                 self.fences[provider] = token
                 log.info("provider %s: lease taken (fencing token %d)", provider, token)
             leased.add(provider)
+        self.metrics.leases_seen(leased)
         if not leased:
             return []
         joined: list[str] = []
@@ -148,7 +149,9 @@ class Provisioner:
         hosts = (await self._call("GET", "/hosts"))["hosts"]
         requested = {r["request"]: float(r["created"])
                      for p in sorted(leased) for r in self.inventory.open.get(p, [])}
-        self.lead_times.observe_hosts(hosts, requested, templates)
+        self.metrics.joined(self.lead_times.observe_hosts(hosts, requested, templates),
+                            self._provider_of)
+        self.metrics.hosts_seen(hosts, templates)
         now = self.clock()
         inp = policy_input(now, demand, idle, hosts, templates, self._failures, joined)
         self._failures = []
@@ -297,17 +300,23 @@ class Provisioner:
                                 "deadline": self.join_deadline}
         if jobs:  # the first ones, in scheduling order, as many as a record keeps
             body["jobs"] = list(jobs[:MAX_REQUEST_JOBS])
-        made = await self._call("POST", "/requests", body, provider=provider)
+        try:
+            made = await self._call("POST", "/requests", body, provider=provider)
+        except ControllerRefused:
+            self.metrics.requested(provider, template, "error")
+            raise
         grants = [HostGrant(h["name"], h["join_token"]) for h in made["hosts"]]
         try:
             started = await asyncio.to_thread(self.providers[provider].request_hosts, rid,
                                               template, grants)
         except ProviderError as err:  # nothing will join: the request failed, back off
+            self.metrics.requested(provider, template, "refused")
             self._made.append(await self._call(
                 "POST", f"/requests/{quote(rid)}/refused",
                 {"reason": f"{err.kind}: {err}"}, provider=provider))
             self._failures.append(template)
             return f"failed ({err.kind}): {err}"
+        self.metrics.requested(provider, template, "accepted")
         self._made.append(await self._call(
             "POST", f"/requests/{quote(rid)}/accepted",
             {"instances": {i.host: i.id for i in started}}, provider=provider))

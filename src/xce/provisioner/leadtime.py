@@ -28,28 +28,37 @@ class LeadTimes:
         # template -> host -> (joined at, seconds from request to join)
         self._seen: dict[str, dict[str, tuple[float, float]]] = {}
 
-    def observe(self, template: str, host: str, requested: float, joined: float) -> None:
-        """Host `host` of `template`, requested at `requested`, joined at `joined`.
-        Seeing a host again changes nothing; an observation older than the `recent`
-        kept ones is dropped at once."""
+    def observe(self, template: str, host: str, requested: float,
+                joined: float) -> float | None:
+        """Host `host` of `template`, requested at `requested`, joined at `joined`: its
+        seconds from request to join, None when it was seen already (which changes
+        nothing); an observation older than the `recent` kept ones is dropped at once."""
         seen = self._seen.setdefault(template, {})
         if host in seen:
-            return
-        seen[host] = (joined, max(0.0, joined - requested))
+            return None
+        seconds = max(0.0, joined - requested)
+        seen[host] = (joined, seconds)
         if len(seen) > self.recent:
             oldest = min(seen, key=lambda name: seen[name])
             del seen[oldest]
+        return seconds
 
     def observe_hosts(self, hosts: Iterable[Mapping[str, Any]],
-                      requested: Mapping[str, float], templates: Iterable[str]) -> None:
+                      requested: Mapping[str, float],
+                      templates: Iterable[str]) -> list[tuple[str, str, float]]:
         """Every joined host of `templates` in `hosts` (GET /hosts) whose request's
-        creation time `requested` knows (request id -> time)."""
+        creation time `requested` knows (request id -> time); the new observations
+        (template, host, seconds)."""
         wanted = set(templates)
+        found = []
         for host in hosts:
             template, joined = host.get("template"), host.get("joined")
             made = requested.get(host.get("request") or "")
             if template in wanted and joined is not None and made is not None:
-                self.observe(template, host["name"], made, float(joined))
+                seconds = self.observe(template, host["name"], made, float(joined))
+                if seconds is not None:
+                    found.append((str(template), str(host["name"]), seconds))
+        return found
 
     def estimate(self, template: str) -> float | None:
         """The median of the template's recent observations; None without any."""

@@ -9,16 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
 from xce.model.cluster import HostTemplate
-from xce.model.cost import costs, template_prices
-from xce.model.lifecycle import HostState
-
-# joined and up: the provider bills them
-RUNNING_STATES: Final = (HostState.OK, HostState.CLOSED, HostState.UNREACH)
+from xce.model.cost import RUNNING_STATES, costs, template_prices
 
 
 class Decision(msgspec.Struct, frozen=True):

@@ -234,11 +234,18 @@ class Simulator:
             borrowed += amount
         for pool in state.countable_pools:
             used += pool.used
+        # provisioned hosts open and running nothing: the idle ones less the drained
+        idle = len(state.idle_provisioned)
+        if closed:
+            by_name = state.host_by_name
+            for name in supply.closed:
+                if not by_name[name].running:
+                    idle -= 1
         self.metrics.series.add_row(
             result.now, len(state.pending) + len(state.held) + len(state.waiting),
             len(state.running),
             float(state.busy_slots), self._static_hosts, len(state.provisioned) - closed,
-            closed, in_flight, demanded, borrowed, used,
+            closed, in_flight, demanded, borrowed, used, idle, supply.cost_to(result.now),
         )
 
     # ------------------------------------------------------------------ timers

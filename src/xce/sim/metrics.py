@@ -14,7 +14,7 @@ from typing import Any, Final
 from xce.model.cost import costs
 
 BSLD_TAU: Final = 10.0  # s: bounded slowdown threshold
-SAMPLE_BATCH: Final = 11 * 4096  # time-series values gathered before they are packed
+SAMPLE_BATCH: Final = 13 * 4096  # time-series values gathered before they are packed
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -32,6 +32,7 @@ class TimeSeries:
     FIELDS = (
         "time", "pending", "running", "busy_slots", "static_hosts", "provisioned_hosts",
         "closed_hosts", "in_flight_hosts", "demand_hosts", "tokens_borrowed", "tokens_used",
+        "idle_hosts", "cost",
     )
 
     def __init__(self) -> None:
@@ -49,13 +50,16 @@ class TimeSeries:
         self, time: float, pending: float, running: float, busy_slots: float,
         static_hosts: float, provisioned_hosts: float, closed_hosts: float,
         in_flight_hosts: float, demand_hosts: float, tokens_borrowed: float,
-        tokens_used: float,
+        tokens_used: float, idle_hosts: float, cost: float,
     ) -> None:
-        """One sample, the values in the order of FIELDS."""
+        """One sample, the values in the order of FIELDS: `provisioned_hosts` are the
+        open ones (`idle_hosts` of them run nothing), `closed_hosts` the drained ones
+        not given back yet; `cost` is what provisioned hosts cost up to `time`."""
         batch = self._batch
         batch.extend((
             time, pending, running, busy_slots, static_hosts, provisioned_hosts,
             closed_hosts, in_flight_hosts, demand_hosts, tokens_borrowed, tokens_used,
+            idle_hosts, cost,
         ))
         if len(batch) >= SAMPLE_BATCH:
             self._pack()

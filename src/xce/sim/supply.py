@@ -127,6 +127,13 @@ class Supply:
         self._capacity_seconds = 0.0
         self.static_slots = sum(h.slots for h in config.hosts)
         self._capacity(float(self.static_slots))
+        # What the provisioned hosts up cost per second (their templates' prices per
+        # host-hour / 3600), and what they cost up to `_cost_clock` (the report's
+        # cost over time; the summary's `cost` comes from the host-hours)
+        self._price_of = {t.name: t.price / 3600 for t in config.catalog.templates}
+        self._cost_rate = 0.0
+        self._cost_clock = 0.0
+        self._cost_spent = 0.0
 
     # ------------------------------------------------------------------ plumbing
     @staticmethod
@@ -152,6 +159,18 @@ class Supply:
         self._capacity_seconds += self._capacity_level * (when - self._capacity_clock)
         self._capacity_clock = when
         self._capacity_level += delta
+
+    def _cost_change(self, delta: float) -> None:
+        """The cost per second of the hosts up changes by `delta` now."""
+        now = self.loop.now
+        self._cost_spent += self._cost_rate * (now - self._cost_clock)
+        self._cost_clock = now
+        self._cost_rate += delta
+
+    def cost_to(self, end: float) -> float:
+        """What the provisioned hosts cost from the start up to `end` (not before the
+        last change)."""
+        return self._cost_spent + self._cost_rate * (end - self._cost_clock)
 
     def drained_empty(self) -> bool:
         """Whether a drained host runs nothing: a policy round would give it back."""
@@ -354,6 +373,9 @@ class Supply:
                 # not keep the run going (nor stretch its sim_seconds).
                 self.loop.at(now + after, partial(self._reclaimed, host), TIMER)
         self._capacity(float(slots * count))
+        price = self._price_of[name]
+        if price:
+            self._cost_change(price * count)
         self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + count
         self.joined.append(name)
         sim.dirty()
@@ -388,6 +410,9 @@ class Supply:
         now = self.loop.now
         self.sim.apply(HostRemoved(name=host, time=now))
         self._capacity(-self._template_slots[template])
+        price = self._price_of[template]
+        if price:
+            self._cost_change(-price)
         seconds = self.metrics.host_seconds
         seconds[template] = seconds.get(template, 0.0) + now - joined
         counter = self.metrics.hosts_lost if lost else self.metrics.hosts_reclaimed
