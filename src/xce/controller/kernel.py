@@ -124,6 +124,13 @@ class FactKernel:
         self.leases = LeaseTable()  # which provisioner owns which provider
         self.records = RecordBook()  # provisioning requests and their instances
         self.suspends = SuspendBook()  # running jobs stopped (xce stop)
+        # fact type -> the books that follow it (`_apply`: most facts are job facts
+        # that only the state, the view and the suspend book read; bench_controller.py
+        # recovery)
+        self._followers: dict[type[Event], list[Callable[[Event], None]]] = {}
+        for book in (self.tokens, self.leases, self.records, self.suspends):
+            for kind in book.FOLLOWS:
+                self._followers.setdefault(kind, []).append(book.apply)
         self.journal: Journal | None = None
         self.busy = False  # a session (or snapshot) reads the scheduler state
         self._quiet = asyncio.Event()  # set while none does and every fact is applied
@@ -212,10 +219,8 @@ class FactKernel:
                 if record and self.recorder is not None:
                     self.recorder.event(time, event)
         self.view.apply(event, time)
-        self.tokens.apply(event)
-        self.leases.apply(event)
-        self.records.apply(event)
-        self.suspends.apply(event)
+        for follow in self._followers.get(type(event), ()):
+            follow(event)
 
     def emit(self, time: float, events: Sequence[Event],
              usage: Mapping[int, Usage] | None = None) -> asyncio.Future[int]:

@@ -43,6 +43,9 @@ class LeaseRefused(Exception):
 class LeaseTable:
     """Leases by provider, rebuilt from LeaseGranted / LeaseReleased facts."""
 
+    # The facts `apply` follows (the kernel hands it no other: controller/kernel.py)
+    FOLLOWS: tuple[type[Event], ...] = (LeaseGranted, LeaseReleased)
+
     def __init__(self) -> None:
         self.leases: dict[str, Lease] = {}
 

@@ -81,6 +81,11 @@ class RequestRecord(msgspec.Struct):
 class RecordBook:
     """Requests and instances, rebuilt from the record facts."""
 
+    # The facts `apply` follows (the kernel hands it no other: controller/kernel.py)
+    FOLLOWS: tuple[type[Event], ...] = (
+        RequestRecorded, RequestChanged, InstanceRecorded, InstanceChanged,
+    )
+
     def __init__(self) -> None:
         self.requests: dict[str, RequestRecord] = {}
         self.instances: dict[str, InstanceRecord] = {}  # by host

@@ -17,6 +17,9 @@ USUSP = "USUSP"  # the state a stopped running job shows (JobInfo.state)
 class SuspendBook:
     """Job -> the fact that stopped it, for the running jobs that are stopped."""
 
+    # The facts `apply` follows (the kernel hands it no other: controller/kernel.py)
+    FOLLOWS: tuple[type[Event], ...] = (JobSuspended, JobFinished, JobKilled, JobRequeued)
+
     def __init__(self) -> None:
         self.stopped: dict[int, JobSuspended] = {}
 

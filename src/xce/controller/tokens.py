@@ -61,6 +61,9 @@ def _tidy(value: float) -> float:
 class TokenLedger:
     """Borrowed tokens of every countable pool, by pool key."""
 
+    # The facts `apply` follows (the kernel hands it no other: controller/kernel.py)
+    FOLLOWS: tuple[type[Event], ...] = (TokensChanged,)
+
     def __init__(self) -> None:
         self.pools: dict[str, PoolTokens] = {}
 
