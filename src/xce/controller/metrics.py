@@ -178,12 +178,9 @@ class StateCollector(Collector):
                                   labels=("state", "template"))
         slots = GaugeMetricFamily("xce_slots", "Job slots: used by jobs, free on open hosts, "
                                   "unavailable (unused on hosts not ok)", labels=("state",))
-        by_state: Tally[tuple[str, str]] = Tally()
         billed: Tally[str] = Tally()
         used = free = unavailable = 0
         for host in view.hosts.values():
-            template = host.template or ""
-            by_state[(str(host.state), template)] += 1
             if host.template is not None and host.state in RUNNING_STATES:
                 billed[host.template] += 1
             used += host.used
@@ -191,12 +188,8 @@ class StateCollector(Collector):
                 free += max(0, host.slots - host.used)
             else:
                 unavailable += max(0, host.slots - host.used)
-        in_flight: Tally[str] = Tally()
-        for expected in view.expected.values():
-            by_state[(str(expected.state), expected.template)] += 1
-            if expected.state == HostState.EXPECTED:
-                in_flight[expected.template] += 1
-        for (state, template), n in sorted(by_state.items()):
+        by_state = view.hosts_by_template_and_state()
+        for (template, state), n in sorted(by_state.items(), key=lambda kv: kv[0][::-1]):
             hosts.add_metric((state, template), n)
         for state, n in (("used", used), ("free", free), ("unavailable", unavailable)):
             slots.add_metric((state,), n)
@@ -210,7 +203,7 @@ class StateCollector(Collector):
         each, _total = costs({t.name: billed[t.name] for t in templates},
                              template_prices(templates))
         for shape in templates:
-            flight.add_metric((shape.name,), in_flight[shape.name])
+            flight.add_metric((shape.name,), by_state[(shape.name, HostState.EXPECTED)])
             cost.add_metric((shape.name,), each.get(shape.name, 0.0))
         yield flight
         yield cost

@@ -6,6 +6,7 @@ SessionRunner.run, from the facts that waited in the backlog).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection
 from typing import cast
 
@@ -152,6 +153,17 @@ class ClusterView:
         self.relimited: set[int] = set()
         self.last_host_number = 0  # names of expected hosts: <template>-<number>
         self.counts = JobCounts()  # jobs per (state, queue), kept as facts apply
+
+    def hosts_by_template_and_state(self) -> Counter[tuple[str, str]]:
+        """How many hosts of each (template, state), the expected (requested, not
+        joined) ones included; static hosts under the template "" (the metrics' and
+        the status page's host counts)."""
+        counts: Counter[tuple[str, str]] = Counter()
+        for host in self.hosts.values():
+            counts[(host.template or "", str(host.state))] += 1
+        for expected in self.expected.values():
+            counts[(expected.template, str(expected.state))] += 1
+        return counts
 
     def apply(self, event: Event, time: float) -> None:
         """Follow one fact; a job it changes leaves its count before and joins it after."""

@@ -138,11 +138,8 @@ class StatusPage:
 
     def hosts(self) -> Html:
         view = self.ctl.view
-        counts: Counter[tuple[str, str]] = Counter()
-        for host in view.hosts.values():
-            counts[(host.template or STATIC, host.state)] += 1
-        for expected in view.expected.values():
-            counts[(expected.template, expected.state)] += 1
+        counts = Counter({(template or STATIC, state): n for (template, state), n
+                          in view.hosts_by_template_and_state().items()})
         states = sorted({state for _, state in counts})
         templates = sorted({template for template, _ in counts})
         grid = self.table(
