@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from xce.model.causes import Cause
 from xce.model.cluster import ClusterConfig, HostTemplate
+from xce.model.cost import template_prices
 from xce.model.events import HostAdded, HostRemoved, HostStateChanged, SupplyChanged
 from xce.model.lifecycle import HostState, host_change
 from xce.model.policy import LeadTime, ProviderModel, TokenModel
@@ -130,7 +131,10 @@ class Supply:
         # What the provisioned hosts up cost per second (their templates' prices per
         # host-hour / 3600), and what they cost up to `_cost_clock` (the report's
         # cost over time; the summary's `cost` comes from the host-hours)
-        self._price_of = {t.name: t.price / 3600 for t in config.catalog.templates}
+        self._price_of = {
+            name: price / 3600
+            for name, price in template_prices(config.catalog.templates).items()
+        }
         self._cost_rate = 0.0
         self._cost_clock = 0.0
         self._cost_spent = 0.0
@@ -373,7 +377,7 @@ class Supply:
                 # not keep the run going (nor stretch its sim_seconds).
                 self.loop.at(now + after, partial(self._reclaimed, host), TIMER)
         self._capacity(float(slots * count))
-        price = self._price_of[name]
+        price = self._price_of.get(name, 0.0)
         if price:
             self._cost_change(price * count)
         self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + count
@@ -410,7 +414,7 @@ class Supply:
         now = self.loop.now
         self.sim.apply(HostRemoved(name=host, time=now))
         self._capacity(-self._template_slots[template])
-        price = self._price_of[template]
+        price = self._price_of.get(template, 0.0)
         if price:
             self._cost_change(-price)
         seconds = self.metrics.host_seconds
