@@ -116,25 +116,28 @@ def hosts_chart(series: RunSeries, path: Path, title: str) -> list[str]:
     return ax.get_legend_handles_labels()[1]
 
 
-def jobs_chart(series: RunSeries, path: Path, title: str) -> None:
+def _lines_chart(series: RunSeries, path: Path, title: str, ylabel: str,
+                 lines: tuple[tuple[str, str], ...], *, integer: bool = True,
+                 columns: int = 3) -> None:
+    """Binned means as steps, one line per (series key, label)."""
     fig, ax = figure(title)
     x, xlabel = time_axis(series)
-    ax.step(x, _steps(series.means["pending"]), where="post", linewidth=1.0,
-            label="pending (held included)")
-    ax.step(x, _steps(series.means["running"]), where="post", linewidth=1.0,
-            label="running")
-    finish(fig, ax, f"{xlabel}; mean per bin of {duration_text(series.width)}", "jobs", path)
+    for key, label in lines:
+        ax.step(x, _steps(series.means[key]), where="post", linewidth=1.0, label=label)
+    finish(fig, ax, f"{xlabel}; mean per bin of {duration_text(series.width)}", ylabel, path,
+           integer=integer, columns=columns)
+
+
+def jobs_chart(series: RunSeries, path: Path, title: str) -> None:
+    _lines_chart(series, path, title, "jobs",
+                 (("pending", "pending (held included)"), ("running", "running")))
 
 
 def tokens_chart(series: RunSeries, path: Path, title: str) -> None:
-    fig, ax = figure(title)
-    x, xlabel = time_axis(series)
-    ax.step(x, _steps(series.means["tokens_borrowed"]), where="post", linewidth=1.0,
-            label="borrowed from the pools")
-    ax.step(x, _steps(series.means["tokens_used"]), where="post", linewidth=1.0,
-            label="held by running jobs (pools that borrow)")
-    finish(fig, ax, f"{xlabel}; mean per bin of {duration_text(series.width)}", "tokens",
-           path, integer=False, columns=2)
+    _lines_chart(series, path, title, "tokens",
+                 (("tokens_borrowed", "borrowed from the pools"),
+                  ("tokens_used", "held by running jobs (pools that borrow)")),
+                 integer=False, columns=2)
 
 
 def cost_chart(series: RunSeries, path: Path, title: str, total: float) -> None:
