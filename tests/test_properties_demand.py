@@ -291,7 +291,8 @@ def test_host_demand_is_first_fit_packing(world: World) -> None:
 
 def provide(world: World, result: SessionResult) -> tuple[list[Event], Model]:
     """Events that start the session's dispatches, deliver exactly its demand (new
-    hosts, in-flight hosts joining, borrowed tokens) and kill the pending jobs the
+    hosts, requested for the demand's jobs as live, in-flight hosts joining, borrowed
+    tokens) and kill the pending jobs the
     demand is not for; and a model of the resulting cluster."""
     events: list[Event] = [
         JobStarted(job=d.job, hosts=d.hosts, pools=d.pools, time=world.now) for d in result.dispatch
@@ -313,6 +314,7 @@ def provide(world: World, result: SessionResult) -> tuple[list[Event], Model]:
                     template=t.name,
                     state="ok",
                     time=world.now + 1,
+                    requested_for=tuple(hd.jobs[: hd.count + hd.in_flight_used]),
                 )
             )
         in_flight[t.name] = world.in_flight.get(t.name, 0) - hd.in_flight_used

@@ -153,9 +153,13 @@ class HostDesk:
                 raise ApiProblem(409, f"host {expected.name}: {res}={value} contradicts "
                                       f"template {template.name} ({template.resources[res]})")
         resources = {**request.resources, **template.resources}
+        record = self.facts.records.requests.get(expected.request)
+        # the jobs it was requested for: the request's first `count` (sched/requested.py)
+        jobs = tuple(record.jobs[:record.count]) if record is not None else ()
         return [
             HostAdded(expected.name, template.slots, template.type, template.model, resources,
-                      template.name, HostState.OK, now, provider=expected.provider),
+                      template.name, HostState.OK, now, provider=expected.provider,
+                      requested_for=jobs),
             self.in_flight(expected.template, {expected.name}),
         ]
 

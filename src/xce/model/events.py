@@ -111,6 +111,10 @@ class HostAdded(HostShape, frozen=True, tag=True, tag_field="event"):
     provider: str = ""  # the provider that made it (provisioned hosts)
     # GPUs on the host; 0 for a host of a template: the template's (the scheduler)
     gpus: int = 0
+    # the pending jobs it was requested for (its request's, in scheduling order): when
+    # one of them starts, it takes this host before others as free (ARCHITECTURE.md
+    # 2a, "hosts requested for a job go to that job"; docs/scheduling.md)
+    requested_for: tuple[int, ...] = ()
 
 
 class HostStateChanged(msgspec.Struct, frozen=True, tag=True, tag_field="event"):

@@ -45,7 +45,7 @@ JOB_KEYS = (
     "end_orphan", "exit", "end", "exclusive",
 )
 STATES = ("PEND", "RUN", "DONE", "EXIT")
-HOST_KEYS = ("name", "state", "template", "joined", "idle_since")
+HOST_KEYS = ("name", "state", "template", "joined", "idle_since", "requested_for")
 
 
 class Scenario(msgspec.Struct):
@@ -221,7 +221,16 @@ def _host_event(item: object, place: Place, config: ClusterConfig) -> SchedulerE
         name=name, slots=template.slots, type=template.type, model=template.model,
         resources=dict(template.resources), template=template.name, state=state,
         time=joined, idle_since=host.optional_number("idle_since"),
+        requested_for=_requested_for(host),
     )
+
+
+def _requested_for(host: MapReader) -> tuple[int, ...]:
+    """A provisioned host's `requested_for:` (the job ids its request was for)."""
+    if "requested_for" not in host:
+        return ()
+    items = as_list(host.get("requested_for"), host.value_place("requested_for"))
+    return tuple(as_int(item, place, "a job id", minimum=0) for item, place in items)
 
 
 def _m_hosts(job: MapReader) -> tuple[str, ...]:

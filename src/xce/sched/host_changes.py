@@ -143,7 +143,23 @@ def add_host(state: SchedulerState, event: HostAdded) -> None:
         host.idle_since = event.idle_since
     if template is not None:
         went_idle(state, host)
+    if event.requested_for:
+        host.requested_for = event.requested_for
+        for job in event.requested_for:
+            state.requested_for.setdefault(job, []).append(host.index)
     hosts_changed(state, host)
+
+
+def forget_requested(state: SchedulerState, host: HostRecord) -> None:
+    """`host` leaves: no job has it requested for it any more."""
+    requested = state.requested_for
+    for job in host.requested_for:
+        indices = requested.get(job)
+        if indices is not None and host.index in indices:
+            indices.remove(host.index)
+            if not indices:
+                del requested[job]
+    host.requested_for = ()
 
 
 def set_host_state(state: SchedulerState, host: HostRecord, host_state: str) -> None:
@@ -162,6 +178,8 @@ def remove_host(state: SchedulerState, host: HostRecord) -> None:
             "finish them first"
         )
     index = host.index
+    if host.requested_for:
+        forget_requested(state, host)
     state.hosts[index] = None
     at = _name_position(state, host.name)
     assert state.name_order[at] == index

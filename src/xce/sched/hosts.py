@@ -23,6 +23,7 @@ class HostRecord:
         "joined",
         "model",
         "name",
+        "requested_for",
         "resources",
         "running",
         "slots",
@@ -55,6 +56,7 @@ class HostRecord:
         self.state = state
         self.joined = joined
         self.idle_since = joined
+        self.requested_for: tuple[int, ...] = ()  # the jobs it was requested for
         self.running: dict[int, int] = {}  # job id -> slots on this host
         self.attrs: dict[str, str | float | bool] = {
             "type": type_, "model": model, "hname": name, "slots": float(slots),

@@ -79,6 +79,28 @@ class HostOrder:
         return default_ranked(indices, self._free_slots, self._names, self._name_order)
 
 
+class RequestedFirst(HostOrder):
+    """The preference of a job some hosts were requested for (`HostAdded`'s
+    requested_for; ARCHITECTURE.md 2a: hosts requested for a job go to that job): as
+    HostOrder, with those hosts before the others among equals, then by name."""
+
+    __slots__ = ("_requested",)
+
+    def __init__(self, cap: Capacity, order: tuple[OrderKey, ...], requested: set[int]) -> None:
+        super().__init__(cap, order)
+        self._requested = requested
+
+    def __call__(self, i: int) -> tuple[float | str, ...]:
+        ranked = super().__call__(i)
+        return (*ranked[:-1], 0 if i in self._requested else 1, ranked[-1])
+
+    def best(self, indices: list[int]) -> int:
+        return min(indices, key=self)
+
+    def ranked(self, indices: list[int]) -> list[int]:
+        return sorted(indices, key=self)
+
+
 def default_ranked(
     indices: list[int], free_slots: list[int], names: list[str], name_order: list[int]
 ) -> list[int]:

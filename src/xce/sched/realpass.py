@@ -23,6 +23,7 @@ from xce.sched.holds import ElasticHolds
 from xce.sched.limits import limit_reason
 from xce.sched.placement import (
     HostOrder,
+    RequestedFirst,
     Room,
     default_ranked,
     host_key,
@@ -42,6 +43,7 @@ from xce.sched.reasons import (
     short_shared,
     would_delay,
 )
+from xce.sched.requested import requested_hosts, requesting_buckets
 from xce.sched.reserving import book, hold, reserve, window_words
 from xce.sched.state import SchedulerState
 from xce.sched.usage import PerSlot, Use
@@ -64,6 +66,9 @@ class Evaluator:
         # The last candidates found to be every open host with a free slot (every
         # host eligible, no virtual host): exactly cap.open_free at that version.
         self.everywhere: list[int] | None = None
+        # The hosts requested for the job being placed, taken first among equals
+        # (RealPass._requested_first); None: no such host
+        self.requested: set[int] | None = None
 
     def key_for(self, bucket: Bucket) -> HostOrder:
         found = self._keys.get(id(bucket))
@@ -182,7 +187,8 @@ class Evaluator:
     def try_place(self, bucket: Bucket, cands: list[int]) -> Placement | Failure:
         """A placement for the bucket's next job on `cands`, with shared tokens."""
         cap = self.cap
-        if bucket.plain:
+        requested = self.requested
+        if bucket.plain and requested is None:
             # What place() finds for it, without the views: every candidate's free
             # slots are usable, and they add up to enough (quick_failure).
             if cands is self.everywhere and len(cands) == len(cap.open_free):
@@ -195,7 +201,10 @@ class Evaluator:
             if placed is not None:
                 return placed, {}
         req = bucket.req
-        key = self.key_for(bucket)
+        key = (
+            self.key_for(bucket) if requested is None
+            else RequestedFirst(cap, req.order, requested)
+        )
         room = self.room(bucket, cands)
         hosts = place(room, bucket.n, req.span_hosts, req.span_ptile, key)
         if hosts is None:
@@ -343,6 +352,8 @@ class RealPass:
         self._lazy = self.trace is None and self.holds is None and not state.countable_pools
         self._unplaced: tuple[Bucket, PendingJob, float] | None = None  # (and its start)
         self.unnamed = 0
+        # Buckets with a job that hosts were requested for (sched/requested.py)
+        self._requesting = requesting_buckets(state) if state.requested_for else set()
 
     def run(self) -> None:
         fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
@@ -395,6 +406,7 @@ class RealPass:
         an evaluation (`_failing`); each may still reserve."""
         end = len(order)
         failing = self._failing.get(id(bucket))
+        requesting = id(bucket) in self._requesting
         while pos < end:
             job = order[pos]
             if until is not None and job.key > until:
@@ -406,7 +418,10 @@ class RealPass:
                 pos = self._settle(bucket, order, pos, failing)
                 continue
             self.evaluations += 1
+            if requesting:
+                self.evaluator.requested = requested_hosts(self.state, job.id)
             outcome = self._evaluate_planned(bucket)
+            self.evaluator.requested = None
             if isinstance(outcome, Failure):
                 return self._settle(bucket, order, pos, outcome)
             placed, pools = outcome
@@ -491,7 +506,8 @@ class RealPass:
         scheduling order; return where the bucket continues (len(order) once it is
         settled). `cands`: quick_failure's candidates for the job at `pos`, already
         found (it is not at a limit)."""
-        if bucket.single and not bucket.shared:
+        requesting = id(bucket) in self._requesting
+        if bucket.single and not bucket.shared and not requesting:
             return self._run_single_hosts(bucket, order, pos, until, cands)
         evaluator = self.evaluator
         end = len(order)
@@ -509,11 +525,14 @@ class RealPass:
                 pos += 1
                 continue
             self.evaluations += 1
+            if requesting:
+                evaluator.requested = requested_hosts(self.state, job.id)
             if cands is not None:  # the first job, its candidates known
                 outcome = evaluator.place_on(bucket, cands)
                 cands = None
             else:
                 outcome = evaluator.evaluate(bucket)
+            evaluator.requested = None
             if isinstance(outcome, Failure):
                 return self._settle(bucket, order, pos, outcome)
             placed, pools = outcome

@@ -62,6 +62,7 @@ def _host_events(state: SchedulerState) -> list[SchedulerEvent]:
                 name=host.name, slots=host.slots, type=host.type, model=host.model,
                 resources=dict(host.resources), template=host.template, state=host.state,
                 time=host.joined, idle_since=host.idle_since, gpus=host.gpus,
+                requested_for=host.requested_for,
             )
         )
     events.extend(HostRemoved(name=name) for name in sorted(static - set(state.host_by_name)))

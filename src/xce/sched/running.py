@@ -102,6 +102,19 @@ def start_job(
     run.limit_refs = job.limit_refs
     state.running[job_id] = run
     hold_capacity(state, run, +1, time)
+    if state.requested_for:
+        _requests_served(state, job_id)
+
+
+def _requests_served(state: SchedulerState, job_id: int) -> None:
+    """A job started or ended: the hosts requested for it are no longer preferred for
+    it (they stay requested for their request's other jobs)."""
+    indices = state.requested_for.pop(job_id, None)
+    if indices is not None:
+        for index in indices:
+            host = state.hosts[index]
+            if host is not None:
+                host.requested_for = tuple(j for j in host.requested_for if j != job_id)
 
 
 def _infer_pool(state: SchedulerState, resource: str, placed: dict[int, int]) -> PoolRecord:
@@ -177,6 +190,8 @@ def finish_job(state: SchedulerState, job_id: int, time: float) -> None:
         del state.running[job_id]
         hold_capacity(state, run, -1, time)
         drop_end(state, run)
+    if state.requested_for:
+        _requests_served(state, job_id)
     del state._submitted[job_id]
 
 

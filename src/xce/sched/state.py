@@ -123,6 +123,9 @@ class SchedulerState:
         # template -> when its in-flight hosts were requested, sorted (see arrivals)
         self.requested: dict[str, list[float]] = {}
         self.lead_times: dict[str, float] = {}  # template -> runtime lead-time estimate
+        # job -> indices of the hosts present that were requested for it (HostAdded's
+        # requested_for; sched/host_changes.py): the real pass gives it those first
+        self.requested_for: dict[int, list[int]] = {}
         self.allowance: dict[str, int] = {}  # template -> runtime cap on new hosts
         self._submitted: dict[int, JobSpec] = {}  # pending, held and running specs
         self._valid_res: set[str] = set()  # requirement strings checked against config

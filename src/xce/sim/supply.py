@@ -48,12 +48,15 @@ class Order:
     action), or fail then (one action each: `joins` False); the hosts of it cancelled
     before then are taken off `count`."""
 
-    __slots__ = ("count", "joins", "requested")
+    __slots__ = ("count", "jobs", "joins", "requested")
 
-    def __init__(self, requested: float, count: int, joins: bool) -> None:
+    def __init__(
+        self, requested: float, count: int, joins: bool, jobs: tuple[int, ...] = ()
+    ) -> None:
         self.requested = requested
         self.count = count
         self.joins = joins
+        self.jobs = jobs  # the jobs its hosts were requested for (HostAdded.requested_for)
 
 
 def mean_lead_time(lead: LeadTime) -> float:
@@ -241,7 +244,7 @@ class Supply:
             if self.state.pending:  # (the session sets its timers once its round is over)
                 sim.dirty()
         elif type(action) is RequestHosts:
-            self._request_hosts(action.template, action.count)
+            self._request_hosts(action.template, action.count, action.jobs)
         elif type(action) is RequestTokens:
             self._request_tokens(action.resource, action.amount)
         elif type(action) is CancelHosts:
@@ -273,7 +276,10 @@ class Supply:
             del self.open_provisioned[host]
         self.sim.dirty()
 
-    def _request_hosts(self, name: str, count: int) -> None:
+    def _request_hosts(self, name: str, count: int, jobs: tuple[int, ...]) -> None:
+        """Ask the template's provider for `count` hosts for `jobs` (the demand's, in
+        scheduling order: the first `count` of them are the most its hosts serve)."""
+        jobs = jobs[:count]
         provider = self.template_providers[name]
         metrics = self.metrics
         metrics.requests += 1
@@ -291,7 +297,7 @@ class Supply:
                 self.sim.dirty()
                 continue
             self.in_flight[name] += hosts
-            order = Order(now, hosts, fate == "join")
+            order = Order(now, hosts, fate == "join", jobs)
             orders.append(order)
             if fate == "join":
                 self.loop.at(now + delay, partial(self._hosts_join, name, order))
@@ -366,7 +372,7 @@ class Supply:
             sim.apply(
                 HostAdded(
                     name=host, slots=slots, type=type_, model=model, resources=resources,
-                    template=name, time=now,
+                    template=name, time=now, requested_for=order.jobs,
                 )
             )
             provisioned[host] = (name, now)

@@ -1,0 +1,33 @@
+"""Hosts requested for a job go to that job (ARCHITECTURE.md 2a, "Elastic").
+
+A provisioned host joins with the jobs its request was made for (`HostAdded`'s
+`requested_for`, kept in `SchedulerState.requested_for` while the host is present and
+the job has not started). When the real pass places one of those jobs now, it takes
+them before other hosts as free (the usual preference otherwise: most free slots, or
+`order[]`, then the requested hosts, then name). So a job whose hosts joined as other
+hosts freed up starts on its own hosts, and the ones that freed are the ones left
+idle: none of the hosts obtained for it joins only to be given back unused. It
+changes where a job goes, never whether it fits.
+"""
+
+from __future__ import annotations
+
+from xce.sched.state import SchedulerState
+
+
+def requesting_buckets(state: SchedulerState) -> set[int]:
+    """The ids of the buckets holding a pending job that hosts present were requested
+    for (the others are placed as ever)."""
+    found: set[int] = set()
+    pending = state.pending
+    for job_id in state.requested_for:
+        job = pending.get(job_id)
+        if job is not None and job.bucket is not None:
+            found.add(id(job.bucket))
+    return found
+
+
+def requested_hosts(state: SchedulerState, job_id: int) -> set[int] | None:
+    """The indices of the hosts present that were requested for `job_id`, if any."""
+    indices = state.requested_for.get(job_id)
+    return set(indices) if indices else None
