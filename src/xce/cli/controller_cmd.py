@@ -19,7 +19,7 @@ from xce.controller.app import make_app
 from xce.controller.auth import AuthError, TokenStore
 from xce.controller.core import Controller, Settings
 from xce.controller.metrics import METRICS
-from xce.controller.store import SqliteStore, StoreError
+from xce.controller.store import StoreError, open_store
 from xce.metrics import bound_url, listen_address, serve_metrics
 from xce.model.api import ROLES
 from xce.model.recording import Recorder
@@ -120,6 +120,9 @@ def token_revoke(state_dir: str, name: str, role: str | None) -> None:
 @click.option("--metrics-listen", default=None, metavar="HOST:PORT",
               help="Also serve GET /metrics on HOST:PORT, without authentication "
               "(default: only on --listen, with a metrics or admin token).")
+@click.option("--store", "store_url", default=None, envvar="XCE_STORE", metavar="URL",
+              help="The durable log in PostgreSQL (postgresql://USER@HOST:PORT/DB; also "
+              "$XCE_STORE); default: the SQLite file xce.db of the state directory.")
 def controller(
     config_path: str,
     state_dir: str,
@@ -131,6 +134,7 @@ def controller(
     snapshot_every: int,
     limit_grace: float,
     metrics_listen: str | None,
+    store_url: str | None,
 ) -> None:
     """Run the controller: the API, the durable log and the scheduling sessions."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -148,8 +152,10 @@ def controller(
         scrape = listen_address(metrics_listen) if metrics_listen else None
     except ValueError as err:
         raise click.ClickException(f"--metrics-listen {err}") from err
+    if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
+        raise click.ClickException(f"--store {store_url}: expected a postgresql:// URL")
     try:
-        store = SqliteStore(Path(state_dir) / STORE_FILE)
+        store = open_store(store_url or str(Path(state_dir) / STORE_FILE))
     except StoreError as err:
         raise click.ClickException(str(err)) from err
     settings = Settings(heartbeat_interval, unreach_after, requeue_after,
