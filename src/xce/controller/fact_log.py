@@ -49,8 +49,11 @@ class Cursor(Protocol):
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object: ...
 
 
-_LAST_SEQ = ("SELECT COALESCE((SELECT MAX(seq) FROM facts), 0),"
+# The highest seq ever used (facts or snapshots), so that seqs never go back even if
+# old facts are one day compacted away: the larger of the two columns.
+LAST_SEQS = ("COALESCE((SELECT MAX(seq) FROM facts), 0),"
              " COALESCE((SELECT MAX(seq) FROM snapshots), 0)")
+LAST_SEQ = f"SELECT {LAST_SEQS}"
 _UPSERT = ("INSERT INTO {table} (seq, body) VALUES (?, ?)"
            " ON CONFLICT (seq) DO UPDATE SET body = excluded.body")
 
@@ -71,8 +74,9 @@ class FactLog:
         self._list_decoder = msgspec.msgpack.Decoder(list[Event])
 
     # ------------------------------------------------------------- for the stores
-    def _write(self, work: Callable[[Cursor], T]) -> T:
-        """`work` in one write transaction (committed, durably, on return)."""
+    def _write(self, work: Callable[[Cursor, int], T]) -> T:
+        """`work(cursor, last seq)` in one write transaction (committed, durably, on
+        return; the last seq read in it, `LAST_SEQ`)."""
         raise NotImplementedError
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
@@ -93,8 +97,7 @@ class FactLog:
     def append_batches(self, batches: Sequence[tuple[float, Sequence[Event]]]) -> list[int]:
         encode = self._encoder.encode
 
-        def work(db: Cursor) -> list[int]:
-            seq = int(max(db.execute(_LAST_SEQ).fetchone()))
+        def work(db: Cursor, seq: int) -> list[int]:
             rows: list[tuple[int, float, bytes]] = []
             accounts: list[tuple[int, int, float, str, bytes]] = []
             ends: list[int] = []
@@ -115,16 +118,14 @@ class FactLog:
         return self._write(work)
 
     def last_seq(self) -> int:
-        """The highest seq ever used (facts or snapshots), so that seqs never go back
-        even if old facts are one day compacted away."""
-        return int(max(self._rows(_LAST_SEQ)[0]))
+        """The highest seq ever used (facts or snapshots)."""
+        return int(max(self._rows(LAST_SEQ)[0]))
 
     def write_snapshot(self, seq: int, events: Sequence[Event], extra: bytes = b"") -> None:
         """Record the state as of `seq`; `extra`: what the caller keeps beside it."""
         body = self._encoder.encode(list(events))
 
-        def work(db: Cursor) -> None:
-            last = int(max(db.execute(_LAST_SEQ).fetchone()))
+        def work(db: Cursor, last: int) -> None:
             if not 0 <= seq <= last:
                 raise ValueError(f"snapshot seq {seq} is outside the log (last seq {last})")
             db.execute(_UPSERT.format(table="snapshots"), (seq, body))

@@ -17,17 +17,29 @@ release (a higher version) is refused with nothing written.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
-from xce.controller.fact_log import SCHEMA_VERSION, Cursor, FactLog, Rows, StoreError
+from xce.controller.fact_log import (
+    LAST_SEQS,
+    SCHEMA_VERSION,
+    Cursor,
+    FactLog,
+    Rows,
+    StoreError,
+)
 
 T = TypeVar("T")
 CHANNEL = "xce_facts"  # NOTIFY channel of new facts (payload: the last seq)
+# Every write's first round trip (one simple query, two statements): the leader row
+# locked, so writers queue, with its term and the last seq (fact_log.LAST_SEQ).
+_BEGIN = f"BEGIN; SELECT term, {LAST_SEQS} FROM leader FOR UPDATE"
 _INIT_LOCK = 0x58434530  # advisory lock key while the schema is checked or made
 _REQUIRED = frozenset({"xce_schema", "facts", "snapshots", "snapshot_extra", "accounting",
                        "leader", "controllers"})
@@ -125,21 +137,32 @@ class PostgresStore(FactLog):
                     f"tables {sorted(tables)}; this version reads {SCHEMA_VERSION}){newer}")
 
     # ------------------------------------------------------------- FactLog
-    def _write(self, work: Callable[[Cursor], T]) -> T:
+    def _write(self, work: Callable[[Cursor, int], T]) -> T:
+        """Two round trips: BEGIN with the leader row locked (its term) and the last
+        seq; then, pipelined, the work, the notification and the COMMIT."""
         with self._lock:
             self._check_open()
+            conn = self._conn
             try:
-                with self._conn.transaction(), self._conn.cursor() as cursor:
-                    row = cursor.execute("SELECT term FROM leader FOR UPDATE").fetchone()
-                    if self.term is not None and (row is None or row[0] != self.term):
+                with conn.cursor() as cursor:
+                    cursor.execute(_BEGIN)
+                    cursor.nextset()  # (the first result is the BEGIN's)
+                    row = cursor.fetchone()
+                    if row is None or (self.term is not None and row[0] != self.term):
                         raise Deposed(f"{self.where}: deposed: this controller writes for "
                                       f"term {self.term}, the leader's term is now "
                                       f"{row[0] if row else None}")
-                    result = work(_PgCursor(cursor))
-                    cursor.execute(f"NOTIFY {CHANNEL}")
+                    with conn.pipeline():
+                        result = work(_PgCursor(cursor), max(row[1], row[2]))
+                        cursor.execute(f"NOTIFY {CHANNEL}")
+                        cursor.execute("COMMIT")
                 return result
             except psycopg.Error as err:
                 raise StoreError(f"{self.where}: {err}") from err
+            finally:
+                if conn.info.transaction_status != TransactionStatus.IDLE and not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:

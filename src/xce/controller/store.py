@@ -27,7 +27,14 @@ import time as _time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
-from xce.controller.fact_log import SCHEMA_VERSION, Cursor, Fact, FactLog, StoreError
+from xce.controller.fact_log import (
+    LAST_SEQ,
+    SCHEMA_VERSION,
+    Cursor,
+    Fact,
+    FactLog,
+    StoreError,
+)
 from xce.model.events import Event, JobAccounted, is_scheduler_event
 from xce.sched.rebuild import state_events
 from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
@@ -95,6 +102,10 @@ class Store(Protocol):
     def job_accounting(self, job: int) -> JobAccounted | None:
         """The accounting record of `job` (None: it has not ended, or long ago in a
         log written before accounting)."""
+        ...
+
+    def last_seq(self) -> int:
+        """The highest seq used (0: an empty log)."""
         ...
 
     def close(self) -> None: ...
@@ -170,10 +181,11 @@ class SqliteStore(FactLog):
             raise
         return result
 
-    def _write(self, work: Callable[[Cursor], T]) -> T:
+    def _write(self, work: Callable[[Cursor, int], T]) -> T:
         with self._lock:
             self._check_open()
-            return self._transaction(work)
+            return self._transaction(
+                lambda db: work(db, int(max(db.execute(LAST_SEQ).fetchone()))))
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
