@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from aiohttp import web
@@ -23,6 +24,9 @@ from xce.controller.store import StoreError, open_store
 from xce.metrics import bound_url, listen_address, serve_metrics
 from xce.model.api import ROLES
 from xce.model.recording import Recorder
+
+if TYPE_CHECKING:
+    from xce.controller.leadership import Leadership
 
 DEFAULTS = Settings()
 STORE_FILE = "xce.db"
@@ -163,13 +167,31 @@ def controller(
     recorder = Recorder(record, source="live") if record else None
     ctl = Controller(config, store, settings, recorder=recorder)
     try:
-        asyncio.run(_serve(make_app(ctl, tokens), host, int(port), Path(state_dir), scrape))
+        asyncio.run(_serve(ctl, tokens, host, int(port), Path(state_dir), scrape))
     finally:
         store.close()
 
 
-async def _serve(app: web.Application, host: str, port: int, state_dir: Path,
+def _leadership(ctl: Controller) -> Leadership | None:
+    """The leadership of controllers sharing a PostgreSQL log (None: SQLite)."""
+    from xce.controller.pg_store import PostgresStore  # (psycopg: only when used)
+
+    if not isinstance(ctl.store, PostgresStore):
+        return None
+    from xce.controller.leadership import Leadership
+
+    def applied() -> int:
+        return ctl.journal.durable_seq if ctl.journal is not None else ctl.applied
+
+    return Leadership(ctl.store, ctl.follow, applied)
+
+
+async def _serve(ctl: Controller, tokens: TokenStore, host: str, port: int, state_dir: Path,
                  scrape: tuple[str, int] | None) -> None:
+    leadership = _leadership(ctl)
+    if leadership is not None:  # recovered before serving, as with SQLite
+        ctl.recover_all()
+    app = make_app(ctl, tokens, leadership)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -185,6 +207,8 @@ async def _serve(app: web.Application, host: str, port: int, state_dir: Path,
         _publish(state_dir, METRICS_URL_FILE, bound_url(scraped, *scrape))
     bound = runner.addresses[0][1] if runner.addresses else port
     url = f"http://{host}:{bound}"
+    if leadership is not None:
+        leadership.advertise(url)
     _publish(state_dir, URL_FILE, url)
     logging.getLogger("xce.controller").info("listening on %s", url)
     stop = asyncio.Event()

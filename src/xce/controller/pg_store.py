@@ -59,8 +59,10 @@ _SCHEMA = (
     " holder text NOT NULL, url text NOT NULL, since double precision NOT NULL)",
     "INSERT INTO leader VALUES (1, 0, '', '', 0)",
     # Every controller on the database: its role, URL and how far it has applied.
+    # (pids: its sessions' server processes, ended when another controller takes over)
     "CREATE TABLE controllers (name text PRIMARY KEY, url text NOT NULL, role text NOT NULL,"
-    " term bigint NOT NULL, applied bigint NOT NULL, seen double precision NOT NULL)",
+    " term bigint NOT NULL, applied bigint NOT NULL, seen double precision NOT NULL,"
+    " pids integer[] NOT NULL)",
 )
 
 
@@ -172,6 +174,10 @@ class PostgresStore(FactLog):
                     return cursor.execute(_pg(sql), args).fetchall()
             except psycopg.Error as err:
                 raise StoreError(f"{self.where}: {err}") from err
+
+    def backend_pid(self) -> int:
+        """The server process of this store's session."""
+        return int(self._conn.info.backend_pid)
 
     def _close(self) -> None:
         self._conn.close()
