@@ -148,12 +148,16 @@ class Daemon:
         return time.perf_counter() - started
 
     async def _first_answer(self) -> None:
-        async with (
-            aiohttp.ClientSession(headers=self.headers) as http,
-            http.get(f"{self.url}/jobs", params={"limit": "1"}) as response,
-        ):
-            response.raise_for_status()
-            await response.read()
+        """The first answer of GET /jobs (on PostgreSQL the controller listens, as a
+        standby answering 503, until it leads)."""
+        async with aiohttp.ClientSession(headers=self.headers) as http:
+            while True:
+                async with http.get(f"{self.url}/jobs", params={"limit": "1"}) as response:
+                    await response.read()
+                    if response.status != 503:
+                        response.raise_for_status()
+                        return
+                await asyncio.sleep(0.005)
 
     def stop(self) -> None:
         if self.proc is None:

@@ -13,6 +13,7 @@ PostgreSQL log (a private server), two real agents running jobs, submissions at
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from pathlib import Path
@@ -91,3 +92,62 @@ def test_failover_under_load(tmp_path: Path, postgres: PrivatePostgres) -> None:
             "GET", "/jobs?user=all&state=all", url=fresh).json["jobs"]}
         assert "deposed" not in names
         print(f"takeover of a stopped leader (lease 5 s): {took:.2f} s")
+
+
+def metric(text: str, name: str) -> float:
+    """The value of the sample `name` (with its labels) in an exposition."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{name} not in:\n{text}")
+
+
+def test_status_takeover_and_metrics(tmp_path: Path, postgres: PrivatePostgres) -> None:
+    """`xce controller status`, the metrics of the term and lag, `xce admin takeover`
+    (a planned switch) and its refusal when no standby could take over."""
+    store = postgres.new_database()
+    extra = (*TIMINGS, "--store", store)
+    with live_cluster(tmp_path, CONFIG, agents=()) as cluster:
+        first = cluster.start_controller(extra=extra)
+        wait_leading(cluster, first)
+        standby = cluster.start_controller(extra=extra, key="b")
+        for i in range(5):
+            cluster.ok("POST", "/jobs", {"command": ["true"], "name": f"j{i}", "hold": True})
+        shown = wait_for(lambda: (lambda out: out if "standby  0     " in out else None)(
+            cluster.run("controller", "status", "--store", store).stdout), 10,
+            "the standby to have applied every fact")
+        lines = shown.splitlines()
+        assert lines[0].startswith(f"leader: {first} (term 1, since ")
+        last = int(lines[0].rsplit(" ", 1)[1])
+        assert last >= 6  # the configuration, and the five jobs
+        rows = {line.split()[0]: line.split()[1:5] for line in lines[2:]}
+        assert rows == {first: ["leader", "1", str(last), "0"],
+                        standby: ["standby", "0", str(last), "0"]}, shown
+        data = json.loads(cluster.run("controller", "status", "--store", store, "--json").stdout)
+        assert (data["leader"], data["term"], data["last_seq"]) == (first, 1, last)
+
+        def scrape(url: str) -> str:
+            answer = cluster.api("GET", "/metrics", url=url)
+            assert answer.status == 200, answer.raw[:300]
+            return answer.raw.decode()
+
+        on_leader = wait_for(lambda: (lambda t: t if "xce_standby_lag_facts{" in t else None)(
+            scrape(first)), 10, "the leader to see the standby")
+        assert (metric(on_leader, "xce_leader"), metric(on_leader, "xce_leader_term")) == (1, 1)
+        assert metric(on_leader, f'xce_standby_lag_facts{{controller="{standby}"}}') == 0
+        assert metric(scrape(standby), "xce_leader") == 0
+
+        done = cluster.run("admin", "takeover", "--store", store)
+        assert done.stdout.strip() == f"{standby} leads in term 2 ({first} led term 1)"
+        assert exit_status(cluster, "controller", 15) == STEPPED_DOWN
+        wait_leading(cluster, standby)
+        assert len(cluster.api("GET", "/jobs?user=all", url=standby).json["jobs"]) == 5
+
+        refused = cluster.run("admin", "takeover", "--store", store, check=False)
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == (
+            f"Error: {store}: no live standby to take over from {standby} (start one first: "
+            "it would be left without a leader)")
+        bad = cluster.run("controller", "status", "--store", "mysql://x/y", check=False)
+        assert (bad.returncode, bad.stderr.strip()) == (
+            1, "Error: --store mysql://x/y: expected a postgresql:// URL")

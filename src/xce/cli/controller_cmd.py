@@ -102,9 +102,11 @@ def token_revoke(state_dir: str, name: str, role: str | None) -> None:
     click.echo(f"{count} token(s) revoked.")
 
 
-@click.command("controller")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
-@_state_option
+@click.group("controller", invoke_without_command=True)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="The cluster file.  [required]")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False),
+              help="The cluster's state directory (made by `xce init`).  [required]")
 @click.option("--listen", default="127.0.0.1:6820", show_default=True,
               help="HOST:PORT to serve the API on (port 0: any free port).")
 @click.option("--record", type=click.Path(dir_okay=False), default=None,
@@ -127,9 +129,11 @@ def token_revoke(state_dir: str, name: str, role: str | None) -> None:
 @click.option("--store", "store_url", default=None, envvar="XCE_STORE", metavar="URL",
               help="The durable log in PostgreSQL (postgresql://USER@HOST:PORT/DB; also "
               "$XCE_STORE); default: the SQLite file xce.db of the state directory.")
+@click.pass_context
 def controller(
-    config_path: str,
-    state_dir: str,
+    ctx: click.Context,
+    config_path: str | None,
+    state_dir: str | None,
     listen: str,
     record: str | None,
     heartbeat_interval: float,
@@ -140,7 +144,14 @@ def controller(
     metrics_listen: str | None,
     store_url: str | None,
 ) -> None:
-    """Run the controller: the API, the durable log and the scheduling sessions."""
+    """Run the controller: the API, the durable log and the scheduling sessions (or,
+    with a command, look at the controllers of a PostgreSQL log: docs/ha.md)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    for value, option in ((config_path, "--config"), (state_dir, "--state")):
+        if value is None:
+            raise click.UsageError(f"Missing option '{option}'.", ctx)
+    assert config_path is not None and state_dir is not None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         config = load_config(config_path)

@@ -20,6 +20,7 @@ from aiohttp import web
 from xce.controller import history, job_life, supply
 from xce.controller.auth import Identity, TokenStore
 from xce.controller.core import Controller
+from xce.controller.ha_metrics import LeadershipCollector
 from xce.controller.journal import JournalFailed
 from xce.controller.leases import Lease
 from xce.controller.metrics import METRICS, ControllerMetrics
@@ -89,12 +90,17 @@ class Standby(Protocol):
 
     def leader_url(self) -> str: ...
 
+    def leader_term(self) -> int: ...
+
+    def lags(self) -> dict[str, int]: ...
+
     async def lead(self) -> int: ...
 
 
 CONTROLLER = web.AppKey("controller", Controller)
 TOKENS = web.AppKey("tokens", TokenStore)
 LEADERSHIP = web.AppKey("leadership", Standby)
+STANDBY_SERVES = frozenset({"/openapi.json", "/metrics"})  # (a standby: 503 to the rest)
 IDENTITY = "xce.identity"
 
 READERS = frozenset({"admin", "user", "scheduler", "provisioner"})
@@ -176,7 +182,7 @@ def caller(request: web.Request, roles: frozenset[str]) -> Identity:
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Authenticate, then turn every failure into a JSON error."""
     gate = request.app.get(LEADERSHIP)
-    if gate is not None and not gate.leading and request.path != "/openapi.json":
+    if gate is not None and not gate.leading and request.path not in STANDBY_SERVES:
         return not_leader(gate.leader_url())
     try:
         if request.path != "/openapi.json" and not is_ui_path(request.path):
@@ -780,6 +786,7 @@ def make_app(ctl: Controller, tokens: TokenStore,
     add_ui_routes(app)  # the status page, /ui (docs/ui.md)
     if leadership is not None:
         app[LEADERSHIP] = leadership
+        metrics.registry.register(LeadershipCollector(leadership))
     tasks: list[asyncio.Task[None]] = []
 
     async def begin() -> None:

@@ -28,10 +28,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import psycopg
 from psycopg import errors
 
-from xce.controller.fact_log import Fact
+from xce.controller.fact_log import Fact, StoreError
 from xce.controller.pg_store import CHANNEL, PostgresStore, connect
 
 log = logging.getLogger("xce.controller.leadership")
@@ -52,6 +53,8 @@ _RENEW = ("UPDATE controllers SET role = %s, term = %s, applied = %s,"
 _ENDED = ("SELECT pg_terminate_backend(a.pid) FROM controllers c, pg_stat_activity a"
           " WHERE c.name = %s AND c.name <> %s AND a.pid = ANY(c.pids)"
           " AND a.application_name = 'xce-controller'")
+_LIVE_STANDBYS = ("SELECT name, applied FROM controllers WHERE role = 'standby'"
+                  " AND extract(epoch FROM now()) - seen <= %s")
 _STALE = ("SELECT l.holder FROM leader l JOIN controllers c ON c.name = l.holder"
           " WHERE extract(epoch FROM now()) - c.seen > %s")
 
@@ -76,6 +79,7 @@ class Leadership:
         self.lease = lease
         self.url = ""  # where this controller serves (set by `advertise`)
         self.leader = LeaderInfo()
+        self.standbys: dict[str, int] = {}  # the leader's view: standby -> last applied
         self.leading = False
         self.term = 0
         self._advertised = asyncio.Event()
@@ -84,6 +88,9 @@ class Leadership:
 
     def leader_url(self) -> str:
         return self.leader.url
+
+    def leader_term(self) -> int:
+        return self.leader.term
 
     def advertise(self, url: str) -> None:
         """This controller's API URL, given once it listens."""
@@ -194,9 +201,71 @@ class Leadership:
 
     def _renew(self, conn: psycopg.Connection[Any], role: str) -> tuple[str, int] | None:
         """Renew this controller's row; the leader's URL and term (also kept in
-        `leader`)."""
+        `leader`); the leader also reads how far the live standbys have applied."""
         conn.execute(_RENEW, (role, self.term, self.applied(), self.url))
         row = conn.execute("SELECT url, term FROM leader").fetchone()
         if row is not None:
             self.leader.url, self.leader.term = str(row[0]), int(row[1])
+        if role == "leader":
+            self.standbys = dict(conn.execute(_LIVE_STANDBYS, (self.lease,)).fetchall())
         return None if row is None else (str(row[0]), int(row[1]))
+
+    def lags(self) -> dict[str, int]:
+        """The leader's view: facts each live standby has yet to apply."""
+        last = self.applied()
+        return {name: max(0, last - applied) for name, applied in self.standbys.items()}
+
+
+# ---------------------------------------------------------------- operations (CLI)
+class ControllerRow(msgspec.Struct, frozen=True):
+    """One controller of the database as `xce controller status` shows it."""
+
+    name: str
+    role: str  # leader, standby, or gone (not seen for the lease)
+    term: int
+    applied: int
+    lag: int  # facts of the log it has not applied (0 for the leader)
+    seen_ago: float
+
+
+class Status(msgspec.Struct, frozen=True):
+    """Who leads the controllers of a PostgreSQL log, and how far each has applied."""
+
+    leader: str
+    term: int
+    since: float
+    last_seq: int
+    controllers: list[ControllerRow]
+
+
+def status(store: PostgresStore, lease: float = LEASE) -> Status:
+    """The leadership as the database tells it (works with no controller running)."""
+    with connect(store.url, store.where) as conn:
+        row = conn.execute(
+            "SELECT holder, term, since, extract(epoch FROM now()) FROM leader").fetchone()
+        if row is None:
+            raise StoreError(f"{store.where}: the leader row is missing")
+        holder, term, since, now = row[0], row[1], float(row[2]), float(row[3])
+        rows = conn.execute("SELECT name, role, term, applied, seen FROM controllers"
+                            " ORDER BY name").fetchall()
+    last = store.last_seq()
+    return Status(str(holder), int(term), float(since), last, [
+        ControllerRow(name, role if now - seen <= lease else "gone", int(row_term),
+                      int(applied), 0 if role == "leader" else max(0, last - int(applied)),
+                      round(float(now - seen), 1))
+        for name, role, row_term, applied, seen in rows])
+
+
+def depose(store: PostgresStore, lease: float = LEASE) -> tuple[str, int]:
+    """A planned switch (`xce admin takeover`): end the leader's sessions, so that it
+    steps down and a live standby takes over; (the deposed leader, its term). Refused
+    when no standby is live to take over."""
+    now = status(store, lease)
+    if not now.leader:
+        raise StoreError(f"{store.where}: no controller has led yet")
+    if not any(c.role == "standby" for c in now.controllers):
+        raise StoreError(f"{store.where}: no live standby to take over from {now.leader} "
+                         "(start one first: it would be left without a leader)")
+    with connect(store.url, store.where) as conn:
+        conn.execute(_ENDED, (now.leader, ""))
+    return now.leader, now.term
