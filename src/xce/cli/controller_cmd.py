@@ -9,6 +9,7 @@ import getpass
 import logging
 import os
 import signal
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -218,8 +219,9 @@ async def _serve(ctl: Controller, tokens: TokenStore, host: str, port: int, stat
         _publish(state_dir, METRICS_URL_FILE, bound_url(scraped, *scrape))
     bound = runner.addresses[0][1] if runner.addresses else port
     url = f"http://{host}:{bound}"
-    if leadership is not None:
-        leadership.advertise(url)
+    if leadership is not None:  # (where the standbys send callers: a name, not 0.0.0.0)
+        wildcard = host in ("0.0.0.0", "::", "[::]")
+        leadership.advertise(f"http://{socket.getfqdn()}:{bound}" if wildcard else url)
     _publish(state_dir, URL_FILE, url)
     logging.getLogger("xce.controller").info("listening on %s", url)
     stop = asyncio.Event()
