@@ -137,11 +137,21 @@ def test_status_takeover_and_metrics(tmp_path: Path, postgres: PrivatePostgres) 
         assert metric(on_leader, f'xce_standby_lag_facts{{controller="{standby}"}}') == 0
         assert metric(scrape(standby), "xce_leader") == 0
 
+        def jobs_via(controllers: str) -> int:
+            """How many jobs `xce jobs` shows, given these controller URLs."""
+            env = dict(cluster.env, XCE_CONTROLLER=controllers,
+                       XCE_TOKEN_FILE=str(cluster.tokens["admin"]))
+            shown = cluster.run("jobs", "-u", "all", "--json", env=env).stdout
+            return len(json.loads(shown)["jobs"])
+
+        assert jobs_via(standby) == 5  # the standby's answer names the leader: followed
+
         done = cluster.run("admin", "takeover", "--store", store)
         assert done.stdout.strip() == f"{standby} leads in term 2 ({first} led term 1)"
         assert exit_status(cluster, "controller", 15) == STEPPED_DOWN
         wait_leading(cluster, standby)
         assert len(cluster.api("GET", "/jobs?user=all", url=standby).json["jobs"]) == 5
+        assert jobs_via(f"{first},{standby}") == 5  # the first refuses: the next one
 
         refused = cluster.run("admin", "takeover", "--store", store, check=False)
         assert refused.returncode == 1

@@ -25,6 +25,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -83,7 +84,7 @@ class Leadership:
         self.leading = False
         self.term = 0
         self._advertised = asyncio.Event()
-        self._stop = threading.Event()
+        self._led = threading.Event()  # set at the takeover: the follower stops
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def leader_url(self) -> str:
@@ -110,7 +111,7 @@ class Leadership:
         threading.Thread(target=self._hold, args=(lock, took), name="xce-leadership",
                          daemon=True).start()
         term = await took
-        self._stop.set()  # the follower stops: the tail is read here
+        self._led.set()  # the follower stops: the tail is read here
         await asyncio.to_thread(follower.join)
         await asyncio.sleep(0)  # (what the follower handed over is applied)
         self.store.term = term
@@ -138,7 +139,7 @@ class Leadership:
             with connect(self.store.url, self.store.where) as conn:
                 conn.execute(f"LISTEN {CHANNEL}")
                 after, notified = self.applied(), True  # (facts may precede the LISTEN)
-                while not self._stop.is_set():
+                while not self._led.is_set():
                     if notified:
                         facts = list(self.store.read(after=after))
                         if facts:
@@ -148,7 +149,7 @@ class Leadership:
                     for _ in conn.notifies(timeout=RENEW, stop_after=1):
                         notified = True
         except (psycopg.Error, OSError) as err:
-            if not self._stop.is_set():
+            if not self._led.is_set():
                 self._to_loop(self._step_down, f"cannot follow the log: {err}")
 
     def _hold(self, conn: psycopg.Connection[Any], took: asyncio.Future[int]) -> None:
@@ -166,7 +167,7 @@ class Leadership:
             term = self.term = self._claim(conn)
             self._to_loop(took.set_result, term)
             while True:
-                self._stop.wait(RENEW)
+                time.sleep(RENEW)
                 row = self._renew(conn, "leader")
                 if row is None or row[1] != term:
                     self._to_loop(self._step_down, f"deposed: the leader is now {row}")
