@@ -91,7 +91,9 @@ def main() -> None:
                 times.append(took)
                 rates.append(rate)
                 memory.append(mb)
-                totals = {k: totals[k] + figures[k] for k in totals}
+                totals = {"acked": totals["acked"] + figures["acked"],
+                          "unacked": totals["unacked"] + figures["unacked"],
+                          "ran": figures["ran"]}  # (the RUNLOG of every round so far)
                 print(f"round {round_ + 1:2}: takeover {took:5.2f} s; {rate:4.0f} "
                       f"submissions/s before the kill; {figures}; leader peak RSS {mb:.0f} MB",
                       flush=True)
