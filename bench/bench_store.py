@@ -6,14 +6,17 @@
 
 Each figure is the median of --runs runs on a fresh store in --dir (default: the
 system temp directory; use a directory on the disk the controller would use, since
-the figures are fsync rates).
+the figures are fsync rates), or with --store postgresql on a fresh database of a
+private PostgreSQL server (bench/stores.py).
 
 Run: python bench/bench_store.py [--runs 3] [--appends 500] [--threads 8] [--dir DIR]
+     [--store sqlite|postgresql|postgresql://...]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import threading
@@ -21,21 +24,22 @@ import time
 from pathlib import Path
 
 from common import machine
+from stores import HELP, Stores
 
-from xce.controller.store import GroupCommitter, SqliteStore
+from xce.controller.store import GroupCommitter, open_store
 from xce.model.events import JobFinished
 
 
-def single(path: Path, appends: int) -> float:
-    with SqliteStore(path) as store:
+def single(location: str, appends: int) -> float:
+    with open_store(location) as store:
         started = time.perf_counter()
         for i in range(appends):
             store.append(float(i), [JobFinished(job=i, time=float(i))])
         return appends / (time.perf_counter() - started)
 
 
-def group(path: Path, appends: int, threads: int) -> tuple[float, int]:
-    with SqliteStore(path) as store:
+def group(location: str, appends: int, threads: int) -> tuple[float, int]:
+    with open_store(location) as store:
         committer = GroupCommitter(store)
         each = appends // threads
         barrier = threading.Barrier(threads + 1)
@@ -62,15 +66,18 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=500)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--dir", default=tempfile.gettempdir())
+    parser.add_argument("--store", default="sqlite", help=HELP)
     args = parser.parse_args()
     print(machine())
+    stores = Stores(args.store)
+    print(f"store: {stores.describe()}")
     singles: list[float] = []
     groups: list[float] = []
     commits: list[int] = []
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp, contextlib.closing(stores):
         for run in range(args.runs):
-            singles.append(single(Path(tmp) / f"single{run}.db", args.appends))
-            rate, n = group(Path(tmp) / f"group{run}.db", args.appends, args.threads)
+            singles.append(single(stores.new(Path(tmp) / f"single{run}"), args.appends))
+            rate, n = group(stores.new(Path(tmp) / f"group{run}"), args.appends, args.threads)
             groups.append(rate)
             commits.append(n)
     print(f"store dir: {args.dir}; {args.appends} appends of one fact per run, "

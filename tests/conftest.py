@@ -7,10 +7,13 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from packages import PackageError
+from pg_server import PrivatePostgres
 
 from xce.model.events import Event
 from xce.model.result import SessionResult, TraceEntry
@@ -76,3 +79,26 @@ def session() -> Callable[..., Session]:
 def run() -> Callable[[str], dict[str, Any]]:
     """`run(yaml_text)` -> the session result as FORMATS.md's JSON object."""
     return lambda text: run_scenario(text).json
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PrivatePostgres]:
+    """A private PostgreSQL server for the whole test run (tests/pg_server.py:
+    installed with apt-get when missing, stopped and removed at the end)."""
+    try:
+        server = PrivatePostgres()
+    except PackageError as err:
+        pytest.fail(str(err))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a new, empty durable log is, for `xce.controller.store.open_store`: an
+    SQLite file, or a fresh database of the private PostgreSQL server (the tests that
+    take it run on both stores)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "xce.db")
+    server: PrivatePostgres = request.getfixturevalue("postgres")
+    return server.new_database()

@@ -173,19 +173,29 @@ class LiveCluster:
         return proc
 
     def start_controller(self, listen: str = "127.0.0.1:0", record: Path | None = None,
-                         extra: Sequence[str] = FAST, timeout: float = 20.0) -> str:
-        url_file = self.state / "controller.url"
+                         extra: Sequence[str] = FAST, timeout: float = 20.0,
+                         key: str = "controller") -> str:
+        """Start a controller (`key`: its name among the daemons; another than
+        `controller` gets a state directory of its own, `state-KEY`, sharing the
+        tokens); its URL, once it listens (a standby of a shared log: it answers 503)."""
+        state = self.state
+        if key != "controller":
+            state = self.root / f"state-{key}"
+            state.mkdir(exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                (state / "tokens.json").symlink_to(self.state / "tokens.json")
+        url_file = state / "controller.url"
         url_file.unlink(missing_ok=True)  # left behind by a controller killed -9
-        args = ["controller", "--config", str(self.config_path), "--state", str(self.state),
+        args = ["controller", "--config", str(self.config_path), "--state", str(state),
                 "--listen", listen, *extra]
         if record is not None:
             args += ["--record", str(record)]
-        proc = self._spawn("controller", args)
+        proc = self._spawn(key, args)
 
         def up() -> str:
             if proc.poll() is not None:
                 raise AssertionError(f"the controller exited with {proc.returncode}:\n"
-                                     + self.log_tail("controller"))
+                                     + self.log_tail(key))
             if not url_file.exists():
                 return ""
             url = url_file.read_text().strip()
@@ -196,16 +206,20 @@ class LiveCluster:
                     return url
             return ""
 
-        self.url = wait_for(up, timeout, "the controller to listen")
-        return self.url
+        url = wait_for(up, timeout, f"the controller {key} to listen")
+        if key == "controller":
+            self.url = url
+        return url
 
     def stop_controller(self, sig: int = signal.SIGKILL) -> None:
         self.stop("controller", sig)
 
     def start_agent(self, name: str, slots: int = 2, wait: bool = True,
-                    extra: Sequence[str] = ()) -> None:
+                    extra: Sequence[str] = (), controller: str = "") -> None:
+        """`controller`: the URLs it is given (default: the controller's)."""
         self._spawn(name, [
-            "agent", "--controller", self.url, "--name", name, "--slots", str(slots),
+            "agent", "--controller", controller or self.url, "--name", name,
+            "--slots", str(slots),
             "--token-file", str(self.tokens[name]), "--state-dir",
             str(self.root / f"agent-{name}"), "--kill-grace", "2", *extra,
         ])

@@ -15,7 +15,7 @@ from xce.config.loader import load_config_text
 from xce.controller import kernel, sessions
 from xce.controller.auth import Identity
 from xce.controller.core import Controller, Settings
-from xce.controller.store import SqliteStore
+from xce.controller.store import SqliteStore, open_store
 from xce.model.api import SubmitRequest
 from xce.model.events import Event
 from xce.model.recording import Recorder, SessionRecord, read_recording
@@ -31,7 +31,7 @@ queues:
 ADMIN = Identity("root", "admin")
 
 
-def test_facts_during_a_snapshot_survive_recovery(tmp_path: Path,
+def test_facts_during_a_snapshot_survive_recovery(store_location: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     slow_read = kernel.state_events
 
@@ -42,7 +42,7 @@ def test_facts_during_a_snapshot_survive_recovery(tmp_path: Path,
     monkeypatch.setattr(kernel, "state_events", slowly)
 
     async def test() -> None:
-        ctl = Controller(load_config_text(CONFIG), SqliteStore(tmp_path / "xce.db"))
+        ctl = Controller(load_config_text(CONFIG), open_store(store_location))
         await ctl.start()
         first, _ = await ctl.submit(ADMIN, SubmitRequest(["true"]))
         snapshot = asyncio.create_task(ctl.snapshot())
@@ -54,7 +54,7 @@ def test_facts_during_a_snapshot_survive_recovery(tmp_path: Path,
         await ctl.close()
         ctl.store.close()
 
-        again = Controller(load_config_text(CONFIG), SqliteStore(tmp_path / "xce.db"))
+        again = Controller(load_config_text(CONFIG), open_store(store_location))
         await again.start()
         assert again.store.latest_snapshot() is not None
         assert sorted(again.view.jobs) == [first, during]
@@ -73,14 +73,14 @@ catalog:
 """
 
 
-def test_provisioning_records_survive_a_snapshot_and_recovery(tmp_path: Path) -> None:
+def test_provisioning_records_survive_a_snapshot_and_recovery(store_location: str) -> None:
     """Requests and instances come back from a snapshot plus the facts after it, with
     their states and reasons; a request that ended long ago is dropped from the
     snapshot (clean period) and from memory."""
 
     async def test() -> None:
         config = load_config_text(CLOUD)
-        ctl = Controller(config, SqliteStore(tmp_path / "xce.db"))
+        ctl = Controller(config, open_store(store_location))
         await ctl.start()
         made = await ctl.request_hosts(ADMIN, "c5", "", "r1", 2, 600)
         await ctl.accept_request(ADMIN, "r1", {e.name: f"i-{e.name}" for e, _ in made})
@@ -98,7 +98,7 @@ def test_provisioning_records_survive_a_snapshot_and_recovery(tmp_path: Path) ->
         await ctl.close()
         ctl.store.close()
 
-        again = Controller(config, SqliteStore(tmp_path / "xce.db"))
+        again = Controller(config, open_store(store_location))
         await again.start()
         after = {rid: (r.state, r.reason, [(again.records.instances[h].state,
                                             again.records.instances[h].reason,

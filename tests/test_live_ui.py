@@ -15,7 +15,6 @@ import base64
 import http.cookies
 import os
 import shutil
-import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from typing import Any
 
 import pytest
 from live import LiveCluster, live_cluster, skip_unless_linux, wait_for
+from packages import PackageError, apt_install
 
 pytestmark = skip_unless_linux
 
@@ -63,21 +63,10 @@ def _install_browser() -> tuple[str, str]:
     found = _browser_binaries()
     if found is not None:
         return found
-    if os.geteuid() == 0:
-        prefix: list[str] = []
-    elif shutil.which("sudo") and subprocess.run(["sudo", "-n", "true"],
-                                                 capture_output=True).returncode == 0:
-        prefix = ["sudo", "-n"]
-    else:
-        pytest.fail("chromium and chromedriver are missing and cannot be installed: not "
-                    f"root and no sudo; run: apt-get install -y {' '.join(PACKAGES)}")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *PACKAGES]):
-        done = subprocess.run([*prefix, *step], capture_output=True, text=True, env=env,
-                              timeout=900)
-        if done.returncode != 0:
-            pytest.fail(f"{' '.join(step)} failed ({done.returncode}):\n"
-                        f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    try:
+        apt_install(PACKAGES)
+    except PackageError as err:
+        pytest.fail(str(err))
     found = _browser_binaries()
     if found is None:
         pytest.fail(f"installed {' '.join(PACKAGES)}, but chromium or chromedriver is "

@@ -1,5 +1,7 @@
 """The controller's durable state store (xce.controller.store): facts, snapshots,
-recovery, group commit, and durability under kill -9."""
+recovery, group commit, and durability under kill -9; every test that is not about
+SQLite's file runs on both stores, SQLite and PostgreSQL (a private server,
+tests/pg_server.py: `location` is a file path or a fresh database's URL)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
+import psycopg
 import pytest
 
 from xce.config import load_config
@@ -24,6 +27,7 @@ from xce.controller.store import (
     SqliteStore,
     Store,
     StoreError,
+    open_store,
     recover,
     take_snapshot,
 )
@@ -71,8 +75,13 @@ def config() -> ClusterConfig:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[SqliteStore]:
-    store = SqliteStore(tmp_path / "xce.db")
+def location(store_location: str) -> str:
+    return store_location
+
+
+@pytest.fixture
+def db(location: str) -> Iterator[Store]:
+    store = open_store(location)
     yield store
     store.close()
 
@@ -124,7 +133,7 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
     ]
 
 
-def test_round_trip_of_every_event_type(db: SqliteStore, config: ClusterConfig) -> None:
+def test_round_trip_of_every_event_type(db: Store, config: ClusterConfig) -> None:
     events = one_of_each(config)
     assert {type(e) for e in events} == set(get_args(Event)), "an Event type is not covered"
     assert db.append(100.0, events[:5]) == 5
@@ -138,7 +147,7 @@ def test_round_trip_of_every_event_type(db: SqliteStore, config: ClusterConfig) 
     assert db.append(102.0, []) == len(events)  # nothing appended: the last seq
 
 
-def test_read_pages_through_a_long_log(db: SqliteStore) -> None:
+def test_read_pages_through_a_long_log(db: Store) -> None:
     db.append(0.0, [JobKilled(job=i) for i in range(2500)])
     facts = list(db.read(after=10))
     assert [f.seq for f in facts] == list(range(11, 2501))
@@ -146,18 +155,18 @@ def test_read_pages_through_a_long_log(db: SqliteStore) -> None:
 
 
 def test_reopen_keeps_everything_and_seqs_keep_increasing(
-    tmp_path: Path, config: ClusterConfig
+    location: str, config: ClusterConfig
 ) -> None:
-    path = tmp_path / "xce.db"
+    path = location
     events = one_of_each(config)
     seqs = []
     for round_ in range(3):
-        with SqliteStore(path) as store:
+        with open_store(path) as store:
             seqs.append(store.append(float(round_), events))
             store.write_snapshot(seqs[-1], events[:1])
     k = len(events)
     assert seqs == [k, 2 * k, 3 * k]
-    store = SqliteStore(path)
+    store = open_store(path)
     facts = list(store.read())
     assert [f.seq for f in facts] == list(range(1, 3 * k + 1))
     assert [f.event for f in facts] == events * 3
@@ -168,7 +177,7 @@ def test_reopen_keeps_everything_and_seqs_keep_increasing(
         store.append(9.0, [JobKilled(job=1)])
 
 
-def test_seqs_never_reuse_a_snapshot_seq(db: SqliteStore) -> None:
+def test_seqs_never_reuse_a_snapshot_seq(db: Store) -> None:
     db.append(0.0, [JobKilled(job=1), JobKilled(job=2)])
     db.write_snapshot(2, [])
     with pytest.raises(ValueError, match="outside the log"):
@@ -194,20 +203,26 @@ def test_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
 
 
-def test_corrupt_fact_is_a_clear_error(tmp_path: Path) -> None:
-    path = tmp_path / "xce.db"
-    with SqliteStore(path) as store:
+def test_corrupt_fact_is_a_clear_error(location: str) -> None:
+    path = location
+    with open_store(path) as store:
         store.append(0.0, [JobKilled(job=1), JobKilled(job=2)])
-    with sqlite3.connect(path) as raw:
-        raw.execute("UPDATE facts SET body = ? WHERE seq = 2", (b"\xc1junk",))
-    with SqliteStore(path) as store, pytest.raises(StoreError, match=f"{path}: fact 2"):
+    if path.startswith("postgresql://"):
+        with psycopg.connect(path) as pg:
+            pg.execute("UPDATE facts SET body = %s WHERE seq = 2", (b"\xc1junk",))
+    else:
+        with sqlite3.connect(path) as raw:
+            raw.execute("UPDATE facts SET body = ? WHERE seq = 2", (b"\xc1junk",))
+    with open_store(path) as store, pytest.raises(StoreError, match=f"{path}: fact 2"):
         list(store.read())
 
 
-def test_store_uses_wal_and_full_sync(db: SqliteStore) -> None:
+def test_store_uses_wal_and_full_sync(tmp_path: Path) -> None:
+    db = SqliteStore(tmp_path / "xce.db")
     raw = db._db
     assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert raw.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    db.close()
 
 
 # ---------------------------------------------------------------- recovery
@@ -288,11 +303,11 @@ class SpyStore:
         self.inner.close()
 
 
-def test_recover_from_snapshot_and_later_facts(tmp_path: Path, config: ClusterConfig) -> None:
-    path = tmp_path / "xce.db"
+def test_recover_from_snapshot_and_later_facts(location: str, config: ClusterConfig) -> None:
+    path = location
     groups = history(config)
     live = SchedulerState()
-    with SqliteStore(path) as store:
+    with open_store(path) as store:
         assert recover(store)[1] == 0
         for i, (at, events) in enumerate(groups):
             seq = store.append(at, events)
@@ -301,7 +316,7 @@ def test_recover_from_snapshot_and_later_facts(tmp_path: Path, config: ClusterCo
                 snap_seq = seq
                 take_snapshot(store, live, seq)
     scratch = SchedulerState()
-    with SqliteStore(path) as store:
+    with open_store(path) as store:
         facts = list(store.read())
         scratch.apply_all(f.event for f in facts)
         spy = SpyStore(store)
@@ -315,7 +330,8 @@ def test_recover_from_snapshot_and_later_facts(tmp_path: Path, config: ClusterCo
     assert s["hosts"]["n04"][0] == "closed" and "c1" not in s["hosts"]
     assert s["pools"]["vcs"][0] == 12.0 and s["in_flight"] == {"aws.c5": 2}
     # the snapshot alone rebuilds the state as of its seq
-    snapshot = SqliteStore(path).latest_snapshot()
+    with open_store(path) as store:
+        snapshot = store.latest_snapshot()
     assert snapshot is not None and snapshot[0] == snap_seq
     at_snapshot = SchedulerState()
     at_snapshot.apply_all(snapshot[1])
@@ -326,14 +342,14 @@ def test_recover_from_snapshot_and_later_facts(tmp_path: Path, config: ClusterCo
     assert state_events(upto) == snapshot[1]
 
 
-def test_recover_reports_a_fact_that_does_not_apply(db: SqliteStore) -> None:
+def test_recover_reports_a_fact_that_does_not_apply(db: Store) -> None:
     db.append(0.0, [JobKilled(job=42)])
     with pytest.raises(StoreError, match="fact 1 cannot be applied"):
         recover(db)
 
 
 # ---------------------------------------------------------------- group commit
-def test_group_commit_of_concurrent_threads(db: SqliteStore) -> None:
+def test_group_commit_of_concurrent_threads(db: Store) -> None:
     threads_n, each = 8, 50
     committer = GroupCommitter(db)
     acks: dict[int, list[int]] = {t: [] for t in range(threads_n)}
@@ -366,7 +382,7 @@ def test_group_commit_of_concurrent_threads(db: SqliteStore) -> None:
     print(f"group commit: {total} facts in {committer.commits} commits")
 
 
-def test_group_commit_errors_reach_every_caller_of_the_group(db: SqliteStore) -> None:
+def test_group_commit_errors_reach_every_caller_of_the_group(db: Store) -> None:
     committer = GroupCommitter(db)
     db.close()
     with pytest.raises(StoreError, match="closed"):
@@ -377,9 +393,9 @@ def test_group_commit_errors_reach_every_caller_of_the_group(db: SqliteStore) ->
 # ---------------------------------------------------------------- kill -9
 WRITER = """
 import sys
-from xce.controller.store import SqliteStore
+from xce.controller.store import open_store
 from xce.model.events import JobKilled
-store = SqliteStore(sys.argv[1])
+store = open_store(sys.argv[1])
 print("ready", flush=True)
 i = 0
 while True:
@@ -389,8 +405,8 @@ while True:
 """
 
 
-def test_acknowledged_facts_survive_kill_9(tmp_path: Path) -> None:
-    path = tmp_path / "xce.db"
+def test_acknowledged_facts_survive_kill_9(location: str) -> None:
+    path = location
     rng = random.Random(20240601)
     deadline = time.monotonic() + 12.0
     acked: set[int] = set()
@@ -412,7 +428,7 @@ def test_acknowledged_facts_survive_kill_9(tmp_path: Path) -> None:
         assert round_acks, "the writer acknowledged nothing before the kill"
         assert min(round_acks) > max(acked, default=0), "seqs went back after a crash"
         acked.update(round_acks)
-        with SqliteStore(path) as store:
+        with open_store(path) as store:
             facts = list(store.read())  # readable: every fact decodes
             seqs = [f.seq for f in facts]
             assert seqs == list(range(1, len(seqs) + 1))
@@ -422,7 +438,7 @@ def test_acknowledged_facts_survive_kill_9(tmp_path: Path) -> None:
             for first, second in zip(facts[::2], facts[1::2], strict=True):
                 assert isinstance(first.event, JobKilled) and isinstance(second.event, JobKilled)
                 assert second.event.job == -first.event.job
-    with SqliteStore(path) as store:
+    with open_store(path) as store:
         last = max(f.seq for f in store.read())
         assert store.append(0.0, [JobKilled(job=1)]) == last + 1
     assert rounds >= 3

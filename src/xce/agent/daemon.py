@@ -36,6 +36,7 @@ from xce.model.api import (
     Registered,
     RegisterRequest,
 )
+from xce.model.controllers import ControllerAddresses
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ OUTPUT_BUDGET = 2 * PEEK_BYTES
 class AgentSettings:
     """How the agent reaches the controller and what it registers."""
 
-    controller: str  # base URL, e.g. http://ctl:6820
+    controller: str  # base URL, e.g. http://ctl:6820 (several, comma-separated: docs/ha.md)
     name: str
     token: str
     host: RegisterRequest
@@ -81,7 +82,8 @@ class Controller:
 
     def __init__(self, http: aiohttp.ClientSession, settings: AgentSettings) -> None:
         self.http = http
-        self.base = f"{settings.controller.rstrip('/')}/agents/{quote(settings.name, safe='')}"
+        self.controllers = ControllerAddresses(settings.controller)
+        self.path = f"/agents/{quote(settings.name, safe='')}"
 
     async def register(self, request: RegisterRequest) -> Registered:
         return await self._post("register", request, Registered)
@@ -90,12 +92,21 @@ class Controller:
         return await self._post("heartbeat", beat, HeartbeatReply)
 
     async def _post(self, action: str, body: object, reply: type[T]) -> T:
-        url = f"{self.base}/{action}"
-        try:
-            async with self.http.post(url, data=msgspec.json.encode(body)) as response:
-                payload = await response.read()
-        except (aiohttp.ClientError, TimeoutError) as err:
-            raise ControllerError(f"{url}: {str(err) or type(err).__name__}") from err
+        """One call to the leader: a standby's answer is followed (once) to the leader
+        it names; a controller that does not answer makes the next one current."""
+        controllers = self.controllers
+        for _ in range(2):
+            url = f"{controllers.current}{self.path}/{action}"
+            try:
+                async with self.http.post(url, data=msgspec.json.encode(body)) as response:
+                    payload = await response.read()
+            except (aiohttp.ClientError, TimeoutError) as err:
+                controllers.unreachable()
+                raise ControllerError(f"{url}: {str(err) or type(err).__name__}") from err
+            if not controllers.redirected(response.status, payload):
+                break
+        if controllers.standby(response.status, payload):
+            controllers.unreachable()  # (no leader yet: another may know)
         if response.status >= 400:
             raise ControllerError(
                 f"{url}: HTTP {response.status}: {error_message(payload)}", response.status

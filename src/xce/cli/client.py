@@ -1,7 +1,9 @@
 """The controller's HTTP API from the command line: a small synchronous client, where
 the controller is and who the caller is, and the click options that say so.
 
-Where: `--controller URL`, else `$XCE_CONTROLLER`, else `http://127.0.0.1:6820`.
+Where: `--controller URL`, else `$XCE_CONTROLLER`, else `http://127.0.0.1:6820`; several
+URLs, comma-separated, name a leader and its standbys (docs/ha.md): the client calls the
+leader (a standby's answer names it) and tries the next when one does not answer.
 Who: `--token-file FILE`, else `$XCE_TOKEN`, else `$XCE_TOKEN_FILE`, else `~/.xce/token`.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import functools
 import http.client
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -51,11 +54,13 @@ from xce.model.api import (
     SwitchRequest,
     TokensRequest,
 )
+from xce.model.controllers import ControllerAddresses
 from xce.model.result import Demand, Idle, demand_from_json, idle_from_json
 
 DEFAULT_CONTROLLER = "http://127.0.0.1:6820"
 DEFAULT_TOKEN_FILE = "~/.xce/token"
 TIMEOUT = 30.0  # seconds to connect and to wait for an answer
+RETRY_PAUSE = 0.5  # seconds between tries while no controller leads (a takeover)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -77,7 +82,7 @@ class Client:
     or raises ClientError."""
 
     def __init__(self, url: str, token: str, timeout: float = TIMEOUT) -> None:
-        self.url = url.rstrip("/")
+        self.controllers = ControllerAddresses(url)
         self.token = token
         self.timeout = timeout
         # The controller is a cluster-internal service: never send it (and the token)
@@ -203,31 +208,67 @@ class Client:
     def set_catalog(self, request: CatalogRequest) -> CatalogInfo:
         return self._post("/catalog", CatalogInfo, request)
 
+    @property
+    def url(self) -> str:
+        """The controller called now (the leader, once known)."""
+        return self.controllers.current
+
     def _get(self, path: str, answer: type[T], query: Mapping[str, str] | None = None) -> T:
-        url = self.url + path + (f"?{urllib.parse.urlencode(query)}" if query else "")
-        return self._call(urllib.request.Request(url, method="GET"), answer)
+        path += f"?{urllib.parse.urlencode(query)}" if query else ""
+        return self._call("GET", path, None, answer)
 
     def _post(self, path: str, answer: type[T], body: msgspec.Struct | None = None) -> T:
-        data = b"" if body is None else msgspec.json.encode(body)
-        request = urllib.request.Request(self.url + path, data=data, method="POST")
-        request.add_header("Content-Type", "application/json")
-        return self._call(request, answer)
+        return self._call("POST", path, b"" if body is None else msgspec.json.encode(body),
+                          answer)
 
-    def _call(self, request: urllib.request.Request, answer: type[T]) -> T:
+    def _call(self, method: str, path: str, data: bytes | None, answer: type[T]) -> T:
+        """One call, to the leader: a standby's answer is followed to the leader it
+        names; with several controllers, one that does not answer (or a takeover under
+        way) is retried on the next for up to `timeout` seconds. A request that may
+        have reached a controller is never sent twice (only a refused connection is
+        retried)."""
+        give_up = time.monotonic() + self.timeout
+        redirected = False
+        while True:
+            try:
+                return self._once(method, path, data, answer)
+            except _Retry as retry:
+                if time.monotonic() > give_up:
+                    raise retry.error from None
+                if retry.pause or redirected:  # (two standbys naming each other: slowly)
+                    time.sleep(RETRY_PAUSE)
+                redirected = not retry.pause
+
+    def _once(self, method: str, path: str, data: bytes | None, answer: type[T]) -> T:
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
         request.add_header("Authorization", f"Bearer {self.token}")
         fence = os.environ.get("XCE_FENCING_TOKEN", "").strip()
         if fence:  # a provisioner-role caller acting under a provider lease
             request.add_header(FENCING_HEADER, fence)
         request.add_header("Accept", "application/json")
         request.add_header("User-Agent", f"xce/{__version__}")
+        controllers = self.controllers
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
                 payload = response.read()
         except urllib.error.HTTPError as err:
-            raise _refusal(err) from None
+            body = err.read()
+            if controllers.redirected(err.code, body):
+                raise _Retry(ClientError(f"{self.url}: redirected"), pause=False) from None
+            refusal = _refusal(err.code, err.reason, body)
+            if controllers.several and controllers.standby(err.code, body):
+                controllers.unreachable()  # (no leader yet: another may know)
+                raise _Retry(refusal, pause=True) from None
+            raise refusal from None
         except (OSError, http.client.HTTPException) as err:
             reason = err.reason if isinstance(err, urllib.error.URLError) else err
-            raise ClientError(f"cannot reach the controller at {self.url}: {reason}") from None
+            error = ClientError(f"cannot reach the controller at {self.url}: {reason}")
+            if controllers.several and (method == "GET" or _refused(err)):
+                controllers.unreachable()
+                raise _Retry(error, pause=True) from None
+            raise error from None
         try:
             return msgspec.json.decode(payload, type=answer)
         except msgspec.DecodeError as err:
@@ -241,13 +282,29 @@ def _segment(name: str) -> str:
     return urllib.parse.quote(name, safe="")
 
 
-def _refusal(err: urllib.error.HTTPError) -> ClientError:
+def _refusal(status: int, reason: str, body: bytes) -> ClientError:
     """The controller's own message (`ApiError`), else the HTTP status line."""
     try:
-        message = msgspec.json.decode(err.read(), type=ApiError).error
-    except (OSError, msgspec.DecodeError):
-        message = f"the controller answered {err.code} {err.reason}"
-    return ClientError(message, err.code)
+        message = msgspec.json.decode(body, type=ApiError).error
+    except msgspec.DecodeError:
+        message = f"the controller answered {status} {reason}"
+    return ClientError(message, status)
+
+
+class _Retry(Exception):
+    """Call again (on the controller now current), after a pause when `pause`; `error`
+    is what the caller gets if the time is up."""
+
+    def __init__(self, error: ClientError, pause: bool) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.pause = pause
+
+
+def _refused(err: BaseException) -> bool:
+    """The connection was refused: the request never reached a controller."""
+    reason = err.reason if isinstance(err, urllib.error.URLError) else err
+    return isinstance(reason, ConnectionRefusedError)
 
 
 # ---------------------------------------------------------------- demand and idle supply
@@ -271,13 +328,18 @@ def _convert(shape: dict[str, Any] | None, read: Callable[[dict[str, Any] | None
 
 # ---------------------------------------------------------------- where and who
 def controller_url(option: str | None) -> str:
-    """`--controller`, else $XCE_CONTROLLER, else the default; `host:port` means http."""
-    url = option or os.environ.get("XCE_CONTROLLER") or DEFAULT_CONTROLLER
-    if "://" not in url:
-        url = f"http://{url}"
-    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
-        raise ClientError(f"the controller URL must start with http:// or https://: {url}")
-    return url.rstrip("/")
+    """`--controller`, else $XCE_CONTROLLER, else the default; `host:port` means http;
+    several, comma-separated: a leader and its standbys."""
+    spec = option or os.environ.get("XCE_CONTROLLER") or DEFAULT_CONTROLLER
+    urls = []
+    for part in spec.split(","):
+        url = part.strip()
+        if "://" not in url:
+            url = f"http://{url}"
+        if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+            raise ClientError(f"the controller URL must start with http:// or https://: {url}")
+        urls.append(url.rstrip("/"))
+    return ",".join(urls)
 
 
 def read_token(token_file: str | None) -> str:

@@ -9,7 +9,9 @@ import getpass
 import logging
 import os
 import signal
+import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from aiohttp import web
@@ -19,10 +21,13 @@ from xce.controller.app import make_app
 from xce.controller.auth import AuthError, TokenStore
 from xce.controller.core import Controller, Settings
 from xce.controller.metrics import METRICS
-from xce.controller.store import SqliteStore, StoreError
+from xce.controller.store import StoreError, open_store
 from xce.metrics import bound_url, listen_address, serve_metrics
 from xce.model.api import ROLES
 from xce.model.recording import Recorder
+
+if TYPE_CHECKING:
+    from xce.controller.leadership import Leadership
 
 DEFAULTS = Settings()
 STORE_FILE = "xce.db"
@@ -98,9 +103,11 @@ def token_revoke(state_dir: str, name: str, role: str | None) -> None:
     click.echo(f"{count} token(s) revoked.")
 
 
-@click.command("controller")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
-@_state_option
+@click.group("controller", invoke_without_command=True)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="The cluster file.  [required]")
+@click.option("--state", "state_dir", type=click.Path(file_okay=False),
+              help="The cluster's state directory (made by `xce init`).  [required]")
 @click.option("--listen", default="127.0.0.1:6820", show_default=True,
               help="HOST:PORT to serve the API on (port 0: any free port).")
 @click.option("--record", type=click.Path(dir_okay=False), default=None,
@@ -120,9 +127,14 @@ def token_revoke(state_dir: str, name: str, role: str | None) -> None:
 @click.option("--metrics-listen", default=None, metavar="HOST:PORT",
               help="Also serve GET /metrics on HOST:PORT, without authentication "
               "(default: only on --listen, with a metrics or admin token).")
+@click.option("--store", "store_url", default=None, envvar="XCE_STORE", metavar="URL",
+              help="The durable log in PostgreSQL (postgresql://USER@HOST:PORT/DB; also "
+              "$XCE_STORE); default: the SQLite file xce.db of the state directory.")
+@click.pass_context
 def controller(
-    config_path: str,
-    state_dir: str,
+    ctx: click.Context,
+    config_path: str | None,
+    state_dir: str | None,
     listen: str,
     record: str | None,
     heartbeat_interval: float,
@@ -131,8 +143,16 @@ def controller(
     snapshot_every: int,
     limit_grace: float,
     metrics_listen: str | None,
+    store_url: str | None,
 ) -> None:
-    """Run the controller: the API, the durable log and the scheduling sessions."""
+    """Run the controller: the API, the durable log and the scheduling sessions (or,
+    with a command, look at the controllers of a PostgreSQL log: docs/ha.md)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    for value, option in ((config_path, "--config"), (state_dir, "--state")):
+        if value is None:
+            raise click.UsageError(f"Missing option '{option}'.", ctx)
+    assert config_path is not None and state_dir is not None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         config = load_config(config_path)
@@ -148,8 +168,10 @@ def controller(
         scrape = listen_address(metrics_listen) if metrics_listen else None
     except ValueError as err:
         raise click.ClickException(f"--metrics-listen {err}") from err
+    if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
+        raise click.ClickException(f"--store {store_url}: expected a postgresql:// URL")
     try:
-        store = SqliteStore(Path(state_dir) / STORE_FILE)
+        store = open_store(store_url or str(Path(state_dir) / STORE_FILE))
     except StoreError as err:
         raise click.ClickException(str(err)) from err
     settings = Settings(heartbeat_interval, unreach_after, requeue_after,
@@ -157,13 +179,31 @@ def controller(
     recorder = Recorder(record, source="live") if record else None
     ctl = Controller(config, store, settings, recorder=recorder)
     try:
-        asyncio.run(_serve(make_app(ctl, tokens), host, int(port), Path(state_dir), scrape))
+        asyncio.run(_serve(ctl, tokens, host, int(port), Path(state_dir), scrape))
     finally:
         store.close()
 
 
-async def _serve(app: web.Application, host: str, port: int, state_dir: Path,
+def _leadership(ctl: Controller) -> Leadership | None:
+    """The leadership of controllers sharing a PostgreSQL log (None: SQLite)."""
+    from xce.controller.pg_store import PostgresStore  # (psycopg: only when used)
+
+    if not isinstance(ctl.store, PostgresStore):
+        return None
+    from xce.controller.leadership import Leadership
+
+    def applied() -> int:
+        return ctl.journal.durable_seq if ctl.journal is not None else ctl.applied
+
+    return Leadership(ctl.store, ctl.follow, applied)
+
+
+async def _serve(ctl: Controller, tokens: TokenStore, host: str, port: int, state_dir: Path,
                  scrape: tuple[str, int] | None) -> None:
+    leadership = _leadership(ctl)
+    if leadership is not None:  # recovered before serving, as with SQLite
+        ctl.recover_all()
+    app = make_app(ctl, tokens, leadership)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -179,6 +219,9 @@ async def _serve(app: web.Application, host: str, port: int, state_dir: Path,
         _publish(state_dir, METRICS_URL_FILE, bound_url(scraped, *scrape))
     bound = runner.addresses[0][1] if runner.addresses else port
     url = f"http://{host}:{bound}"
+    if leadership is not None:  # (where the standbys send callers: a name, not 0.0.0.0)
+        wildcard = host in ("0.0.0.0", "::", "[::]")
+        leadership.advertise(f"http://{socket.getfqdn()}:{bound}" if wildcard else url)
     _publish(state_dir, URL_FILE, url)
     logging.getLogger("xce.controller").info("listening on %s", url)
     stop = asyncio.Event()

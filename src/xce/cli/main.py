@@ -11,6 +11,7 @@ from xce.cli.client_cmds import CLIENT_COMMANDS
 from xce.cli.control_cmds import CONTROL_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
 from xce.cli.demo_cmd import demo
+from xce.cli.ha_cmds import admin, controller_status
 from xce.cli.job_cmds import JOB_COMMANDS
 from xce.cli.modify_cmds import MODIFY_COMMANDS
 from xce.cli.provisioner_cmd import provisioner
@@ -39,7 +40,9 @@ def main(ctx: click.Context, controller: str | None, token_file: str | None) -> 
 main.add_command(sched)
 main.add_command(init)
 main.add_command(token)
+controller.add_command(controller_status)
 main.add_command(controller)
+main.add_command(admin)
 main.add_command(agent)
 main.add_command(provisioner)
 main.add_command(demo)

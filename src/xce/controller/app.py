@@ -12,7 +12,7 @@ import logging
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 from aiohttp import web
@@ -20,6 +20,7 @@ from aiohttp import web
 from xce.controller import history, job_life, supply
 from xce.controller.auth import Identity, TokenStore
 from xce.controller.core import Controller
+from xce.controller.ha_metrics import LeadershipCollector
 from xce.controller.journal import JournalFailed
 from xce.controller.leases import Lease
 from xce.controller.metrics import METRICS, ControllerMetrics
@@ -56,6 +57,7 @@ from xce.model.api import (
     LeaseRelease,
     LeaseRequest,
     ModifyRequest,
+    NotLeader,
     QueueList,
     RefuseRequest,
     RegisterRequest,
@@ -76,8 +78,29 @@ log = logging.getLogger("xce.controller.api")
 T = TypeVar("T")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+
+
+class Standby(Protocol):
+    """What the API asks of the leadership when controllers share a PostgreSQL log
+    (leadership.py): whether this one leads, where the leader is, and to wait until
+    this one leads (the last fact applied then)."""
+
+    @property
+    def leading(self) -> bool: ...
+
+    def leader_url(self) -> str: ...
+
+    def leader_term(self) -> int: ...
+
+    def lags(self) -> dict[str, int]: ...
+
+    async def lead(self) -> int: ...
+
+
 CONTROLLER = web.AppKey("controller", Controller)
 TOKENS = web.AppKey("tokens", TokenStore)
+LEADERSHIP = web.AppKey("leadership", Standby)
+STANDBY_SERVES = frozenset({"/openapi.json", "/metrics"})  # (a standby: 503 to the rest)
 IDENTITY = "xce.identity"
 
 READERS = frozenset({"admin", "user", "scheduler", "provisioner"})
@@ -158,6 +181,9 @@ def caller(request: web.Request, roles: frozenset[str]) -> Identity:
 @web.middleware
 async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Authenticate, then turn every failure into a JSON error."""
+    gate = request.app.get(LEADERSHIP)
+    if gate is not None and not gate.leading and request.path not in STANDBY_SERVES:
+        return not_leader(gate.leader_url())
     try:
         if request.path != "/openapi.json" and not is_ui_path(request.path):
             request[IDENTITY] = authenticate(request)  # (the page's handlers: their own)
@@ -177,6 +203,12 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception:
         log.exception("internal error on %s %s", request.method, request.path)
         return problem(500, "internal error (see the controller's log)")
+
+
+def not_leader(leader: str) -> web.Response:
+    """A standby's answer to every call: 503, and where the leader is."""
+    where = f"the leader is {leader}" if leader else "no controller leads yet (a takeover)"
+    return reply(NotLeader(f"this controller is a standby: {where}", 503, leader), 503)
 
 
 def fatal(err: JournalFailed) -> None:
@@ -728,7 +760,19 @@ async def _every(seconds: float | Callable[[], float],
             log.exception("background step failed")
 
 
-def make_app(ctl: Controller, tokens: TokenStore) -> web.Application:
+async def _standing_by(begin: Callable[[], Awaitable[None]]) -> None:
+    """Wait to lead, then begin; a failure on the way stops the controller."""
+    try:
+        await begin()
+    except Exception as err:
+        log.critical("cannot take over: %s: stopping", err)
+        asyncio.get_running_loop().call_later(0.1, os._exit, 1)
+
+
+def make_app(ctl: Controller, tokens: TokenStore,
+             leadership: Standby | None = None) -> web.Application:
+    """The API of `ctl`; with `leadership`, it serves once this controller leads
+    (before: `not_leader`), and the background steps start then."""
     metrics = ControllerMetrics(ctl)  # (before ctl.start: it follows every live fact)
     app = web.Application(middlewares=[metrics.middleware, errors],
                           client_max_size=4 * 1024 * 1024)
@@ -740,17 +784,32 @@ def make_app(ctl: Controller, tokens: TokenStore) -> web.Application:
     from xce.controller.ui.routes import add_ui_routes  # (it imports this module)
 
     add_ui_routes(app)  # the status page, /ui (docs/ui.md)
+    if leadership is not None:
+        app[LEADERSHIP] = leadership
+        metrics.registry.register(LeadershipCollector(leadership))
+    tasks: list[asyncio.Task[None]] = []
 
-    async def background(app: web.Application) -> AsyncIterator[None]:
-        await ctl.start()
-        tasks = [
+    async def begin() -> None:
+        if leadership is None:
+            await ctl.start()
+        else:
+            last = await leadership.lead()
+            ctl.open_journal(last)
+            await ctl.begin(last)
+        tasks.extend([
             # session_interval apart, or sooner when the last session's next_due says
             asyncio.create_task(_every(ctl.session_delay, ctl.run_session)),
             asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2, ctl.watch_hosts)),
             asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2, ctl.watch_limits)),
             asyncio.create_task(_every(ctl.settings.heartbeat_interval / 2,
                                        lambda: supply.settle_returns(ctl))),
-        ]
+        ])
+
+    async def background(app: web.Application) -> AsyncIterator[None]:
+        if leadership is None:
+            await begin()
+        else:  # a standby serves (not_leader) while it waits to lead
+            tasks.append(asyncio.create_task(_standing_by(begin)))
         yield
         for task in tasks:
             task.cancel()

@@ -69,9 +69,13 @@ class Controller(FactKernel):
         self.control = JobControl(self, self.jobs, self.hosts, self.suspends)
 
     async def start(self) -> None:
-        """Recover from the log, then log the configuration if it is new or changed, and
-        the in-flight hosts' request times if the scheduler state lacks them."""
-        last = self.open()
+        """Recover from the log, then `begin`."""
+        await self.begin(self.open())
+
+    async def begin(self, last: int) -> None:
+        """With the journal open after fact `last`: log the configuration if it is new
+        or changed, and the in-flight hosts' request times if the scheduler state lacks
+        them."""
         now = self.up_since
         self.hosts.restarted(now)
         if last == 0:

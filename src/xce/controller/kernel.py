@@ -24,7 +24,7 @@ from xce.controller.accounting import Usage, accounted, ended_job
 from xce.controller.journal import Journal
 from xce.controller.leases import Lease, LeaseTable
 from xce.controller.records import InstanceRecord, RecordBook, RequestRecord
-from xce.controller.store import Store
+from xce.controller.store import Fact, Store
 from xce.controller.suspend import SuspendBook
 from xce.controller.tokens import PoolTokens, TokenLedger
 from xce.controller.view import ClusterView, ExpectedHost, JobRecord
@@ -137,6 +137,7 @@ class FactKernel:
         self._quiet.set()
         # scheduler events that arrived while a session (or snapshot) read the state
         self.backlog: list[tuple[float, SchedulerEvent]] = []
+        self.applied = 0  # the seq of the last fact recovered or followed
         self.up_since = 0.0  # when the log was opened: agents get a fresh limit_grace then
         self._facts_since_snapshot = 0
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="xce-session")
@@ -152,15 +153,33 @@ class FactKernel:
     def open(self) -> int:
         """Recover from the log and open the journal after its last fact (returned; 0:
         a new log). The controller is up since now."""
+        last = self.recover_all()
+        self.open_journal(last)
+        return last
+
+    def recover_all(self) -> int:
+        """Recover from the log (`recover`), the collector paused; the last fact's seq."""
         with collector_paused():  # (bench_controller.py recovery: about 15 %)
             last = self.recover()
         settle_heap()  # what was recovered stays: keep it out of the collector's way
         if self.watch is not None:
             self.watch.recovered()
+        return last
+
+    def open_journal(self, last: int) -> None:
+        """Write facts after `last` from now on (the controller is up since now)."""
         self.journal = Journal(self.store, last, asyncio.get_running_loop(),
                                self.watch.appended if self.watch is not None else None)
         self.up_since = self.clock()
-        return last
+
+    def follow(self, facts: Sequence[Fact]) -> None:
+        """Apply facts another controller wrote (a standby follows the leader's log),
+        as recovery applies them; those already applied are passed over."""
+        for fact in facts:
+            if fact.seq > self.applied:
+                self._apply(fact.time, fact.event, record=False)
+                self._facts_since_snapshot += 1
+                self.applied = fact.seq
 
     def recover(self) -> int:
         """Apply the latest snapshot and the facts after it; the last fact's number."""
@@ -191,6 +210,7 @@ class FactKernel:
             self._apply(fact.time, fact.event, record=False)
             self._facts_since_snapshot += 1
             last = fact.seq
+        self.applied = last
         if self.recorder is not None and last > 0:  # the recording starts mid-run
             for event in state_events(self._core):
                 self.recorder.event(self.clock(), event)

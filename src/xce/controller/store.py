@@ -20,23 +20,30 @@ submission that arrived while the previous commit was in flight.
 
 from __future__ import annotations
 
-import math
 import os
 import sqlite3
 import threading
 import time as _time
-from collections.abc import Iterator, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
 
-import msgspec
-
+from xce.controller.fact_log import (
+    LAST_SEQ,
+    SCHEMA_VERSION,
+    Cursor,
+    Fact,
+    FactLog,
+    StoreError,
+)
 from xce.model.events import Event, JobAccounted, is_scheduler_event
 from xce.sched.rebuild import state_events
 from xce.sched.state import SchedulerInputError, SchedulerState, SubmitError
 
+__all__ = ["Fact", "GroupCommitter", "SqliteStore", "Store", "StoreError", "open_store",
+           "recover", "take_snapshot"]
+
+T = TypeVar("T")
 APPLICATION_ID = 0x58434531  # "XCE1" in the SQLite header
-SCHEMA_VERSION = 1
-_PAGE = 1000  # facts fetched per query by `read`
 
 _SCHEMA = (
     "CREATE TABLE facts (seq INTEGER PRIMARY KEY, time REAL NOT NULL, body BLOB NOT NULL)",
@@ -54,18 +61,6 @@ _ACCOUNTING = (
     "CREATE INDEX IF NOT EXISTS accounting_end ON accounting (end_time)",
     "CREATE INDEX IF NOT EXISTS accounting_job ON accounting (job)",
 )
-
-
-class StoreError(Exception):
-    """The store cannot be opened or read: not an XCE store, corrupt, or unusable."""
-
-
-class Fact(msgspec.Struct, frozen=True):
-    """One durable fact: an event, its position in the log and when it happened."""
-
-    seq: int
-    time: float
-    event: Event
 
 
 class Store(Protocol):
@@ -109,10 +104,14 @@ class Store(Protocol):
         log written before accounting)."""
         ...
 
+    def last_seq(self) -> int:
+        """The highest seq used (0: an empty log)."""
+        ...
+
     def close(self) -> None: ...
 
 
-class SqliteStore:
+class SqliteStore(FactLog):
     """A `Store` in one SQLite file (WAL mode, `synchronous=FULL`).
 
     One writer: a connection shared by the threads of this process behind a lock;
@@ -121,11 +120,7 @@ class SqliteStore:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._lock = threading.Lock()
-        self._closed = False
-        self._encoder = msgspec.msgpack.Encoder()
-        self._decoder = msgspec.msgpack.Decoder(Event)
-        self._list_decoder = msgspec.msgpack.Decoder(list[Event])
+        super().__init__(self.path)
         try:
             self._db = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=30.0
@@ -157,16 +152,13 @@ class SqliteStore:
             raise StoreError(f"{self.path}: cannot use WAL mode (journal_mode is {mode})")
         db.execute("PRAGMA synchronous=FULL")
         if app_id == 0:  # a new, empty file
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            def create(db: Cursor) -> None:
                 for statement in (*_SCHEMA, _EXTRA, *_ACCOUNTING):
                     db.execute(statement)
                 db.execute(f"PRAGMA application_id={APPLICATION_ID}")
                 db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+
+            self._transaction(create)
             return
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION or not {"facts", "snapshots"} <= tables:
@@ -177,175 +169,31 @@ class SqliteStore:
         for statement in (_EXTRA, *_ACCOUNTING):
             db.execute(statement)
 
-    # ------------------------------------------------------------------ writes
-    def append(self, time: float, events: Sequence[Event]) -> int:
-        return self.append_batches([(time, events)])[0]
-
-    def append_batches(self, batches: Sequence[tuple[float, Sequence[Event]]]) -> list[int]:
-        encode = self._encoder.encode
-        with self._lock:
-            db = self._checked()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                seq = self._last_seq()
-                rows: list[tuple[int, float, bytes]] = []
-                accounts: list[tuple[int, int, float, str, bytes]] = []
-                ends: list[int] = []
-                for time, events in batches:
-                    for event in events:
-                        seq += 1
-                        rows.append((seq, float(time), encode(event)))
-                        if isinstance(event, JobAccounted):
-                            accounts.append((seq, event.job, event.end, event.user, rows[-1][2]))
-                    ends.append(seq)
-                if rows:
-                    db.executemany("INSERT INTO facts (seq, time, body) VALUES (?, ?, ?)", rows)
-                if accounts:
-                    db.executemany("INSERT INTO accounting (seq, job, end_time, user, body)"
-                                   " VALUES (?, ?, ?, ?, ?)", accounts)
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-        return ends
-
-    def _last_seq(self) -> int:
-        """The highest seq ever used (facts or snapshots), so that seqs never go back
-        even if old facts are one day compacted away."""
-        row = self._db.execute(
-            "SELECT MAX(COALESCE((SELECT MAX(seq) FROM facts), 0),"
-            " COALESCE((SELECT MAX(seq) FROM snapshots), 0))"
-        ).fetchone()
-        return int(row[0])
-
-    def last_seq(self) -> int:
-        with self._lock:
-            self._checked()
-            return self._last_seq()
-
-    def write_snapshot(self, seq: int, events: Sequence[Event], extra: bytes = b"") -> None:
-        """Record the state as of `seq`; `extra`: what the caller keeps beside it."""
-        body = self._encoder.encode(list(events))
-        with self._lock:
-            db = self._checked()
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                last = self._last_seq()
-                if not 0 <= seq <= last:
-                    raise ValueError(f"snapshot seq {seq} is outside the log (last seq {last})")
-                db.execute("INSERT OR REPLACE INTO snapshots (seq, body) VALUES (?, ?)",
-                           (seq, body))
-                db.execute("INSERT OR REPLACE INTO snapshot_extra (seq, body) VALUES (?, ?)",
-                           (seq, extra))
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-
-    # ------------------------------------------------------------------ reads
-    def read(self, after: int = 0) -> Iterator[Fact]:
-        """Facts with seq > `after`, in order, fetched a page at a time (appends may go
-        on meanwhile; facts appended before a page is fetched are included)."""
-        while True:
-            with self._lock:
-                rows = self._checked().execute(
-                    "SELECT seq, time, body FROM facts WHERE seq > ? ORDER BY seq LIMIT ?",
-                    (after, _PAGE),
-                ).fetchall()
-            for seq, time, body in rows:
-                yield Fact(seq=seq, time=time, event=self._decode(seq, body))
-            if len(rows) < _PAGE:
-                return
-            after = rows[-1][0]
-
-    def read_from_time(self, time: float) -> Iterator[Fact]:
-        """Facts from the first one at `time` or later (found by a scan of the times
-        alone, nothing decoded), in order: a job's facts from its submission on."""
-        with self._lock:
-            row = self._checked().execute(
-                "SELECT seq FROM facts WHERE time >= ? ORDER BY seq LIMIT 1", (time,)
-            ).fetchone()
-        if row is None:
-            return iter(())
-        return self.read(after=int(row[0]) - 1)
-
-    def accounting(self, since: float | None = None, until: float | None = None,
-                   user: str | None = None) -> list[JobAccounted]:
-        """The accounting records of the jobs that ended in [since, until), of `user`
-        only when given, in log order."""
-        query = "SELECT seq, body FROM accounting WHERE end_time >= ? AND end_time < ?"
-        args: list[object] = [-math.inf if since is None else since,
-                              math.inf if until is None else until]
-        if user is not None:
-            query += " AND user = ?"
-            args.append(user)
-        with self._lock:
-            rows = self._checked().execute(query + " ORDER BY seq", args).fetchall()
-        return [self._account(seq, body) for seq, body in rows]
-
-    def job_accounting(self, job: int) -> JobAccounted | None:
-        """The (last) accounting record of `job`, if it has one."""
-        with self._lock:
-            row = self._checked().execute(
-                "SELECT seq, body FROM accounting WHERE job = ? ORDER BY seq DESC LIMIT 1",
-                (job,),
-            ).fetchone()
-        return None if row is None else self._account(*row)
-
-    def _account(self, seq: int, body: object) -> JobAccounted:
-        event = self._decode(seq, body)
-        if not isinstance(event, JobAccounted):
-            raise StoreError(f"{self.path}: accounting record {seq} is not a JobAccounted")
-        return event
-
-    def _decode(self, seq: int, body: object) -> Event:
-        if not isinstance(body, bytes):
-            raise StoreError(f"{self.path}: fact {seq} is corrupt (body is not a blob)")
+    def _transaction(self, work: Callable[[Cursor], T]) -> T:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
         try:
-            return self._decoder.decode(body)
-        except msgspec.DecodeError as err:  # ValidationError is a DecodeError
-            raise StoreError(f"{self.path}: fact {seq} is corrupt: {err}") from err
+            result = work(db)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return result
 
-    def latest_snapshot(self) -> tuple[int, list[Event]] | None:
+    def _write(self, work: Callable[[Cursor, int], T]) -> T:
         with self._lock:
-            row = self._checked().execute(
-                "SELECT seq, body FROM snapshots ORDER BY seq DESC LIMIT 1"
-            ).fetchone()
-        if row is None:
-            return None
-        seq, body = row
-        try:
-            return int(seq), self._list_decoder.decode(body)
-        except (msgspec.DecodeError, TypeError) as err:
-            raise StoreError(f"{self.path}: snapshot {seq} is corrupt: {err}") from err
+            self._check_open()
+            return self._transaction(
+                lambda db: work(db, int(max(db.execute(LAST_SEQ).fetchone()))))
 
-    def snapshot_extra(self, seq: int) -> bytes:
-        """What was kept beside snapshot `seq` (empty when nothing was)."""
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            row = self._checked().execute(
-                "SELECT body FROM snapshot_extra WHERE seq = ?", (seq,)
-            ).fetchone()
-        return b"" if row is None else bytes(row[0])
+            self._check_open()
+            return self._db.execute(sql, args).fetchall()
 
-    # ------------------------------------------------------------------ life
-    def _checked(self) -> sqlite3.Connection:
-        if self._closed:
-            raise StoreError(f"{self.path}: the store is closed")
-        return self._db
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._db.close()
-
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def _close(self) -> None:
+        self._db.close()
 
 
 class _Pending:
@@ -417,6 +265,16 @@ class GroupCommitter:
         if pending.error is not None:
             raise pending.error
         return pending.seq
+
+
+def open_store(location: str) -> Store:
+    """The store at `location`: a PostgreSQL URL (`postgresql://...`, pg_store.py) or
+    the path of an SQLite file."""
+    if location.startswith(("postgresql://", "postgres://")):
+        from xce.controller.pg_store import PostgresStore
+
+        return PostgresStore(location)
+    return SqliteStore(location)
 
 
 def take_snapshot(store: Store, state: SchedulerState, seq: int) -> None:

@@ -34,6 +34,15 @@ class ApiError(msgspec.Struct, frozen=True):
     status: int
 
 
+class NotLeader(msgspec.Struct, frozen=True):
+    """A standby controller's answer to every call (503, docs/ha.md): an `ApiError`
+    with the URL of the leader (empty while a takeover is under way)."""
+
+    error: str
+    status: int
+    leader: str
+
+
 # ---------------------------------------------------------------- jobs
 class SubmitRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """`POST /jobs`. `user` may only be given by an admin (default: the caller)."""
