@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from xce.config.fairshare import read_shares
 from xce.config.fields import MapReader, Place, as_entries, as_list, as_text, show_number
 from xce.config.groups import expand_user_entries
 from xce.config.host_patterns import NO_GROUPS, read_entry_hosts
@@ -11,7 +12,7 @@ from xce.model.cluster import Queue
 
 _QUEUE_KEYS = (
     "name", "priority", "hosts", "requeue_on_host_loss", "backfill", "run_limit", "max_run_limit",
-    "users",
+    "users", "fairshare",
 )
 
 
@@ -39,12 +40,15 @@ def read_queues(
             )
         requeue = entry.flag("requeue_on_host_loss", True)
         run_limit, max_run_limit = _run_limits(entry)
+        shares = None
+        if (section := entry.section("fairshare")) is not None:
+            shares = read_shares(*section, user_groups)
         queues.append(
             Queue(
                 name=name, priority=priority, hosts=hosts, requeue_on_host_loss=requeue,
                 backfill=entry.flag("backfill", False), run_limit=run_limit,
                 max_run_limit=max_run_limit, users=users, users_as_written=users_written,
-                hosts_as_written=_written(entry, "hosts", host_groups),
+                hosts_as_written=_written(entry, "hosts", host_groups), fairshare=shares,
             )
         )
     return tuple(queues)

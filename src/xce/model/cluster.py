@@ -70,6 +70,20 @@ class Queue(msgspec.Struct, frozen=True):
     # hosts_as_written is () when no group is in it (then `hosts` is as written)
     users_as_written: tuple[str, ...] = ()
     hosts_as_written: tuple[str, ...] = ()
+    # LSF user-based fairshare (USER_SHARES): (user, `group:NAME` or `default`, shares)
+    # as written, in order; None: the queue orders jobs without fairshare
+    fairshare: tuple[tuple[str, float], ...] | None = None
+
+
+class FairshareFactors(msgspec.Struct, frozen=True):
+    """The cluster's `fairshare:` setting: LSF's weights of a user's dynamic priority
+    (CPU_TIME_FACTOR, RUN_TIME_FACTOR, RUN_JOB_FACTOR) and the half-life in hours of
+    the historical usage (HIST_HOURS): docs/scheduling.md, "Fairshare"."""
+
+    cpu_time_factor: float = 0.7
+    run_time_factor: float = 0.7
+    run_job_factor: float = 3.0
+    hist_hours: float = 5.0
 
 
 class Limit(msgspec.Struct, frozen=True):
@@ -149,5 +163,6 @@ class ClusterConfig(msgspec.Struct, frozen=True):
     # `template:GLOB`) / user names, nested groups expanded (`xce submit -m` names them)
     host_groups: dict[str, tuple[str, ...]] = {}
     user_groups: dict[str, tuple[str, ...]] = {}
+    fairshare: FairshareFactors = FairshareFactors()
     policy: PolicyConfig = PolicyConfig()
     simulation: SimulationConfig = SimulationConfig()

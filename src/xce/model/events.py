@@ -206,6 +206,23 @@ class PoolHistoryRestored(msgspec.Struct, frozen=True, tag=True, tag_field="even
     history: list[tuple[float, float, float]]
 
 
+class ShareUsage(msgspec.Struct, frozen=True, array_like=True):
+    """A user's history in a fairshare queue: the slot-hours of their ended jobs,
+    decayed to `as_of` (sched/fairshare.py)."""
+
+    queue: str
+    user: str
+    hist: float
+    as_of: float
+
+
+class FairshareRestored(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """The fairshare queues' usage history: part of the events that rebuild a state
+    (snapshots, recordings started mid-run), so that users keep their priorities."""
+
+    usage: list[ShareUsage]
+
+
 class EndedJob(msgspec.Struct, frozen=True):
     """How a job ended, as dependency conditions read it (`done`: DONE, else EXIT;
     `exit_code`: None when it has none, e.g. killed before it started), and what
@@ -342,6 +359,7 @@ SchedulerEvent = (
     | SupplyChanged
     | PoolHistoryRestored
     | EndedJobsRestored
+    | FairshareRestored
 )
 
 # The controller's own records: logged and replayed by the controller, never fed to

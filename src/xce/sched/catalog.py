@@ -29,6 +29,7 @@ from xce.sched.pools import PoolRecord
 from xce.sched.realpass import Evaluator
 from xce.sched.reasons import LIMIT, RESOURCE
 from xce.sched.served import SERVED, ServedOnReal
+from xce.sched.share_order import local_until, merge_key
 from xce.sched.state import SchedulerState
 from xce.sched.tokens import TokenSupply, TokenUse, cover
 from xce.sched.virtual import TemplateSupply, static_verdict, virtual_of
@@ -155,11 +156,13 @@ class CatalogPass:
         results: list[tuple[Settled, list[PendingJob], Outcome]] = []
         fresh: list[tuple[SortKey, int, Settled, int]] = []
         buckets: set[Bucket] = set()
+        fair = bool(self.state.fairshare.trees)  # (merge keys: sched/share_order.py)
         for s in settled:
             if s.failure.kind != RESOURCE:
                 results.append((s, s.members, None))
             elif s.members:
-                fresh.append((s.members[0].key, len(fresh), s, 0))
+                key = s.members[0].key
+                fresh.append((merge_key(s.bucket, key) if fair else key, len(fresh), s, 0))
                 if s.bucket in buckets:  # settled in parts (reservations, holds)
                     self.one_each = False
                 buckets.add(s.bucket)
@@ -206,11 +209,14 @@ class CatalogPass:
                     break
                 if not known:
                     next_key = queue.next_key()
+                    if fair:
+                        next_key = local_until(s.bucket, members[pos].key, next_key)
                     known = True
                 if next_key is not None and not members[pos].key < next_key:
                     break
             if pos < end:
-                queue.push(members[pos].key, seq, s, pos)
+                key = members[pos].key
+                queue.push(merge_key(s.bucket, key) if fair else key, seq, s, pos)
         return results
 
     def trace_runs(self, bucket: Bucket) -> Sequence[tuple[int, int]]:

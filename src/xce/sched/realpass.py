@@ -43,6 +43,7 @@ from xce.sched.reasons import (
     would_delay,
 )
 from xce.sched.reserving import book, hold, reserve, window_words
+from xce.sched.share_order import local_until, merge_key, rank_buckets
 from xce.sched.state import SchedulerState
 from xce.sched.usage import PerSlot, Use
 
@@ -347,6 +348,10 @@ class RealPass:
     def run(self) -> None:
         fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
         ever = universe(self.state)  # (verdicts made when what they read changed)
+        # Fairshare queues: buckets merged by merge keys (sched/share_order.py)
+        fair = bool(self.state.fairshare.trees)
+        if fair:
+            rank_buckets(self.state, self.now, self.trace)
         for seq, bucket in enumerate(self.state.buckets.values()):
             order, start = bucket.ordered()
             if start < len(order):
@@ -354,7 +359,8 @@ class RealPass:
                 if never is not None:  # nothing could ever run them: they pend for it
                     self._never(bucket, order[start:], never)
                     continue
-                fresh.append((order[start].key, seq, (bucket, order), start))
+                key = order[start].key
+                fresh.append((merge_key(bucket, key) if fair else key, seq, (bucket, order), start))
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
@@ -367,7 +373,10 @@ class RealPass:
             plan = self.plan
             if plan is not None and (plan.bookings or self._unplaced is not None):
                 # (failing buckets too)
-                pos = self._run_planned(bucket, order, pos, queue.next_key())
+                until = queue.next_key()
+                if fair:
+                    until = local_until(bucket, order[pos].key, until)
+                pos = self._run_planned(bucket, order, pos, until)
             else:
                 cands = None
                 if not limits:
@@ -378,12 +387,19 @@ class RealPass:
                         self.evaluations += 1
                         pos = self._settle(bucket, order, pos, found)
                         if pos < len(order):
-                            queue.push(order[pos].key, seq, (bucket, order), pos)
+                            key = order[pos].key
+                            queue.push(
+                                merge_key(bucket, key) if fair else key, seq, (bucket, order), pos
+                            )
                         continue
                     cands = found
-                pos = self._run(bucket, order, pos, queue.next_key(), cands)
+                until = queue.next_key()
+                if fair:
+                    until = local_until(bucket, order[pos].key, until)
+                pos = self._run(bucket, order, pos, until, cands)
             if pos < len(order):
-                queue.push(order[pos].key, seq, (bucket, order), pos)
+                key = order[pos].key
+                queue.push(merge_key(bucket, key) if fair else key, seq, (bucket, order), pos)
 
     # ------------------------------------------------------------------ the plan
     def _run_planned(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from xce.model.events import (
     ConfigLoaded,
     EndedJobsRestored,
+    FairshareRestored,
     HostAdded,
     HostRemoved,
     HostStateChanged,
@@ -28,7 +29,9 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
     tokens, headroom, allowances, pool totals).
 
     Last, the recent use history of countable pools (which decides when borrowed
-    tokens count as idle) is restored as it was.
+    tokens count as idle) and the fairshare queues' usage history of ended jobs
+    (which, with the running jobs, decides users' dynamic priorities) are restored
+    as they were.
 
     Jobs remembered as ended (for dependency conditions) come right after the
     configuration, so that every job a queued dependent names is known again when it
@@ -42,6 +45,9 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
     events.extend(_queued_job_events(state))
     events.extend(_supply_events(state))
     events.extend(_pool_history_events(state))
+    history = state.fairshare.history()
+    if history:
+        events.append(FairshareRestored(usage=history))
     return events
 
 

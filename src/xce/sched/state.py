@@ -12,10 +12,12 @@ from typing import Final
 
 import msgspec
 
+from xce.model.api import QueueShares
 from xce.model.cluster import ClusterConfig, HostTemplate, Queue
 from xce.model.events import (
     ConfigLoaded,
     EndedJobsRestored,
+    FairshareRestored,
     HostAdded,
     HostRemoved,
     HostStateChanged,
@@ -38,6 +40,7 @@ from xce.sched.access import check_queue_user, resolve_hosts
 from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob, split_rusage
 from xce.sched.errors import SchedulerInputError as SchedulerInputError  # (re-exported)
 from xce.sched.errors import SubmitError as SubmitError
+from xce.sched.fairshare import Fairshare, share_user
 from xce.sched.host_changes import add_host, gpu_column, remove_host, set_host_state
 from xce.sched.hosts import HostRecord
 from xce.sched.limits import limit_key
@@ -132,6 +135,7 @@ class SchedulerState:
         # session on this state: counted by the real pass, read-only for the rest (tests,
         # the controller's GET /demand). Equal live and simulated on the same events.
         self.failure_cache_hits = 0
+        self.fairshare = Fairshare()  # fairshare queues' shares and usage (fairshare.py)
         if config is not None:
             self.apply(ConfigLoaded(config=config))
 
@@ -204,6 +208,9 @@ class SchedulerState:
             case EndedJobsRestored():
                 self.waits.restore(event)
                 return  # what is known of ended jobs, not what fits
+            case FairshareRestored(usage=usage):
+                self.fairshare.restore(usage)
+                return  # who goes first, not what fits
             case _:
                 # Not a scheduler event (a lease, a provisioning request or instance, an
                 # expected host, a token step: the controller's records). Refused rather
@@ -370,7 +377,7 @@ class SchedulerState:
         limit = run_limit(spec, queue) if planned else None
         return (
             spec.queue, spec.n, spec.res, math.inf if limit is None else limit, spec.gpus,
-            spec.hosts, spec.exclusive,
+            spec.hosts, spec.exclusive, share_user(queue, spec.user),
         )
 
     def new_bucket(self, key: BucketKey) -> Bucket:
@@ -456,5 +463,19 @@ class SchedulerState:
         self._enqueue(job.spec, job.key, held)
 
     # ------------------------------------------------------------------ queries
+    def fairshare_table(self, queue: str | None, now: float) -> list[QueueShares]:
+        """The fairshare queues (or `queue`, if it is one) as of `now`: their users,
+        shares, usage and dynamic priorities (`xce fairshare`)."""
+        pending: dict[str, dict[str, int]] = {}
+        for job in self.pending.values():
+            if job.spec.queue in self.fairshare.trees:
+                users = pending.setdefault(job.spec.queue, {})
+                users[job.spec.user] = users.get(job.spec.user, 0) + 1
+        return [
+            self.fairshare.table(name, pending.get(name, {}), now)
+            for name in self.fairshare.trees
+            if queue is None or name == queue
+        ]
+
     def live_hosts(self) -> list[HostRecord]:
         return [h for h in self.hosts if h is not None]
