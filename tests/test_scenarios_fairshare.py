@@ -274,3 +274,21 @@ def test_any_user_name_may_hold_shares():
         "queues:\n  - {name: s, fairshare: {nobody_known: 3, default: 1}}\n", "c.yaml"
     )
     assert config.queues[0].fairshare == (("nobody_known", 3.0), ("default", 1.0))
+
+
+def test_the_bundled_example_gives_the_order_docs_scheduling_md_works_out():
+    from xce.cli.sched_cmd import example_path
+    from xce.scenario import load_scenario
+
+    scenario = load_scenario(example_path("fairshare"))
+    state = scenario.state()
+    result = run_session(state, scenario.now)
+    assert [d.job for d in result.dispatch] == [12, 13]
+    (table,) = state.fairshare_table("shared", scenario.now)
+    assert [(r.user, round(r.priority, 3)) for r in table.users] == [
+        ("carol", 6.667), ("dave", 6.667), ("bob", 1.667), ("alice", 0.847), ("erin", 0.333)
+    ]
+    assert result.trace_of(11)[0].detail == (
+        "Fairshare in queue shared: user alice (dynamic priority 0.847) comes after user "
+        "bob (1.667)"
+    )
