@@ -31,6 +31,7 @@ TOP_LEVEL_KEYS = (
     "max_job_array_size",
     "orphan_job_term_timeout",
     "fairshare",
+    "preempt_before_burst",
     "catalog",
     "policy",
     "simulation",
@@ -104,6 +105,7 @@ def build_config(
         host_groups=host_groups,
         user_groups=user_groups,
         fairshare=read_factors(top.get("fairshare"), top.value_place("fairshare")),
+        preempt_before_burst=top.flag("preempt_before_burst", False),
         policy=read_policy(top.get("policy"), top.value_place("policy"), catalog),
         simulation=read_simulation(top.get("simulation"), top.value_place("simulation"), catalog),
     )

@@ -72,6 +72,26 @@ class JobRequeued(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     reason: str = ""
 
 
+class JobPreempted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A running job preempted for pending job `by` (a session's `preemptions`, carried
+    out by the driver): `suspend` releases its slots at once (it stays running,
+    stopped, until JobResumed); `requeue` and `kill` are followed by JobRequeued or
+    JobKilled once it is stopped, its slots counting for `by` meanwhile."""
+
+    job: int
+    by: int
+    action: str
+    time: float = 0
+
+
+class JobResumed(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A job suspended by a preemption goes on (a session's `resumes`): it holds its
+    slots again."""
+
+    job: int
+    time: float = 0
+
+
 class JobHeld(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     job: int
     held: bool = True
@@ -350,6 +370,8 @@ SchedulerEvent = (
     | JobStarted
     | JobFinished
     | JobRequeued
+    | JobPreempted
+    | JobResumed
     | JobHeld
     | JobModified
     | HostAdded

@@ -178,13 +178,23 @@ def finish_job(state: SchedulerState, job_id: int, time: float) -> None:
     else:
         stop_running(state, run, time)
     del state._submitted[job_id]
+    if state.preemptions.last:
+        state.preemptions.last.pop(job_id, None)
 
 
 def stop_running(state: SchedulerState, run: RunningJob, time: float) -> None:
-    """A running job stops (finished, killed or requeued): what it held is free."""
-    del state.running[run.spec.id]
-    hold_capacity(state, run, -1, time)
-    drop_end(state, run)
+    """A running job stops (finished, killed or requeued): what it held is free (a
+    job suspended by a preemption released it already: sched/preempted.py)."""
+    job_id = run.spec.id
+    del state.running[job_id]
+    book = state.preemptions
+    suspended = False
+    if book.stopping or book.suspended:  # (a preemption under way ends with the job)
+        book.stopping.pop(job_id, None)
+        suspended = book.suspended.pop(job_id, None) is not None
+    if not suspended:  # (a suspended one gave up its slots and planned end already)
+        hold_capacity(state, run, -1, time)
+        drop_end(state, run)
     if state.fairshare.trees:
         state.fairshare.ended(run.spec.queue, run.spec.user, run.spec.id, time)
 

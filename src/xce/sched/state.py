@@ -25,7 +25,9 @@ from xce.model.events import (
     JobHeld,
     JobKilled,
     JobModified,
+    JobPreempted,
     JobRequeued,
+    JobResumed,
     JobStarted,
     JobSubmitted,
     PoolHistoryRestored,
@@ -47,6 +49,7 @@ from xce.sched.limits import limit_key
 from xce.sched.loading import load_config
 from xce.sched.modify import check_modified, modify_job, moved_order
 from xce.sched.pools import PoolRecord
+from xce.sched.preempted import PreemptBook, preempt, resume
 from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
 from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
@@ -136,6 +139,7 @@ class SchedulerState:
         # the controller's GET /demand). Equal live and simulated on the same events.
         self.failure_cache_hits = 0
         self.fairshare = Fairshare()  # fairshare queues' shares and usage (fairshare.py)
+        self.preemptions = PreemptBook()  # preemptions under way (sched/preempted.py)
         if config is not None:
             self.apply(ConfigLoaded(config=config))
 
@@ -191,6 +195,10 @@ class SchedulerState:
                 self.waits.requeued(self, job_id)
                 requeue_job(self, job_id, time)
                 self.waits.back_to_pending(job_id, time)
+            case JobPreempted():
+                preempt(self, event)
+            case JobResumed():
+                resume(self, event)
             case JobModified():
                 modify_job(self, event)  # (a running job's new limit moves the plan)
             case JobHeld(job=job_id, held=held):
@@ -463,6 +471,10 @@ class SchedulerState:
         self._enqueue(job.spec, job.key, held)
 
     # ------------------------------------------------------------------ queries
+    def knows(self, job: int) -> bool:
+        """Whether `job` is pending (held, waiting) or running."""
+        return job in self._submitted
+
     def fairshare_table(self, queue: str | None, now: float) -> list[QueueShares]:
         """The fairshare queues (or `queue`, if it is one) as of `now`: their users,
         shares, usage and dynamic priorities (`xce fairshare`)."""

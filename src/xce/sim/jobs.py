@@ -13,9 +13,17 @@ import msgspec
 
 from xce.model.api import RUN_LIMIT_REACHED
 from xce.model.cluster import Queue
-from xce.model.events import JobFinished, JobStarted, JobSubmitted
+from xce.model.events import (
+    JobFinished,
+    JobKilled,
+    JobPreempted,
+    JobRequeued,
+    JobResumed,
+    JobStarted,
+    JobSubmitted,
+)
 from xce.model.jobs import JobSpec
-from xce.model.result import Dispatch
+from xce.model.result import Dispatch, Preemption
 from xce.sched.errors import SubmitError
 from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.reasons import ORPHAN_ENDED
@@ -52,6 +60,11 @@ class JobLifecycle:
         self._queues = {q.name for q in config.queues}
         # queues with users: (LSF USERS): their submissions are checked on arrival
         self._checks_users = any(q.users is not None for q in config.queues)
+        # With preemption: when each running job ends here, and what a suspended job
+        # has left to run
+        self._preempts = any(q.preempt for q in config.queues)
+        self._ends: dict[int, float] = {}
+        self._left: dict[int, float] = {}
         self._admit(workload)
 
     def _admit(self, workload: Workload) -> None:
@@ -134,6 +147,8 @@ class JobLifecycle:
         self.sim.apply(JobSubmitted(job=spec))
         self.metrics.submitted[spec.id] = spec.submit
         self.metrics.slots[spec.id] = spec.n
+        if self.metrics.queue_of is not None:
+            self.metrics.queue_of[spec.id] = spec.queue or self._first_queue
         self.sim.dirty()
 
     def start(self, dispatch: list[Dispatch], tick: float) -> None:
@@ -151,11 +166,15 @@ class JobLifecycle:
             self._starts += 1
             run_gen[job] = self._starts
             loop.at(tick + runs[job], partial(finish, job, self._starts))
+            if self._preempts:
+                self._ends[job] = tick + runs[job]
 
     def _finish(self, job: int, generation: int) -> None:
         if self._run_gen.get(job) != generation:
             return  # requeued meanwhile
         del self._run_gen[job]
+        if self._preempts:
+            self._ends.pop(job, None)
         if job in self.supply.busy:
             self.supply.busy_end(job)
         now = self.loop.now
@@ -168,6 +187,40 @@ class JobLifecycle:
             self.sim.apply(JobFinished(job=job, time=now, exit_code=self._exits.get(job, 0)))
         self.metrics.finish(job, now)
         self.sim.freed()
+
+    def preempt(self, preemptions: list[Preemption], tick: float) -> None:
+        """A session's preemptions, carried out at once: a suspended job stops its
+        clock, a requeued one starts again from the beginning when it is dispatched
+        again, a killed one ends (EXIT)."""
+        for found in preemptions:
+            job = found.job
+            self.sim.apply(JobPreempted(job=job, by=found.by, action=found.action, time=tick))
+            self.metrics.preempted(found.action)
+            self._run_gen.pop(job, None)  # (its scheduled end is stale)
+            end = self._ends.pop(job, tick)
+            if found.action == "suspend":
+                self._left[job] = end - tick
+                continue
+            if job in self.supply.busy:
+                self.supply.busy_end(job)
+            if found.action == "kill":
+                self.sim.apply(JobKilled(job=job, time=tick))
+                self.metrics.finish(job, tick)
+            else:
+                self.sim.apply(
+                    JobRequeued(job=job, time=tick, reason=f"preempted by job {found.by}")
+                )
+        self.sim.freed()
+
+    def resume(self, jobs: list[int], tick: float) -> None:
+        """Jobs suspended by a preemption go on: they end after what they had left."""
+        for job in jobs:
+            self.sim.apply(JobResumed(job=job, time=tick))
+            left = self._left.pop(job)
+            self._starts += 1
+            self._run_gen[job] = self._starts
+            self._ends[job] = tick + left
+            self.loop.at(tick + left, partial(self._finish, job, self._starts))
 
     def end_orphans(self, jobs: list[int], tick: float) -> None:
         """Pending jobs whose dependency condition can never be satisfied, ended as
