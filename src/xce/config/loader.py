@@ -107,7 +107,10 @@ def build_config(
         fairshare=read_factors(top.get("fairshare"), top.value_place("fairshare")),
         preempt_before_burst=top.flag("preempt_before_burst", False),
         policy=read_policy(top.get("policy"), top.value_place("policy"), catalog),
-        simulation=read_simulation(top.get("simulation"), top.value_place("simulation"), catalog),
+        simulation=read_simulation(
+            top.get("simulation"), top.value_place("simulation"), catalog,
+            frozenset(queue.name for queue in queues),
+        ),
     )
 
 

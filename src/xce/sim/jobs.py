@@ -36,6 +36,21 @@ if TYPE_CHECKING:
 
 # A job ended at its run limit, as the live agent ends it (TERM first).
 LIMIT_SIGNAL: Final = 15
+# Knuth's multiplicative hash of a job id onto [0, 1): where `queue_mix` puts it
+HASH_MULTIPLIER: Final = 2654435761
+HASH_SPAN: Final = 1 << 32
+
+
+def queue_mix(shares: dict[str, float]) -> list[tuple[str, float]]:
+    """`simulation.queue_mix` as (queue, upper end of its part of [0, 1)), in the
+    order written."""
+    total = sum(shares.values())
+    found: list[tuple[str, float]] = []
+    upto = 0.0
+    for queue, share in shares.items():
+        upto += share / total
+        found.append((queue, upto))
+    return found
 
 
 class JobLifecycle:
@@ -65,7 +80,21 @@ class JobLifecycle:
         self._preempts = any(q.preempt for q in config.queues)
         self._ends: dict[int, float] = {}
         self._left: dict[int, float] = {}
+        self._mix = queue_mix(config.simulation.queue_mix)
         self._admit(workload)
+
+    def _queue_for(self, job: WorkloadJob) -> str:
+        """The queue a workload job goes to: its own if configured, else by the
+        simulation's `queue_mix`, else the first queue."""
+        if job.queue in self._queues:
+            return job.queue
+        if self._mix:
+            point = (job.id * HASH_MULTIPLIER) % HASH_SPAN / HASH_SPAN
+            for queue, upto in self._mix:
+                if point < upto:
+                    return queue
+            return self._mix[-1][0]
+        return self._first_queue
 
     def _admit(self, workload: Workload) -> None:
         """The workload's jobs that could ever run (the others are too large), as the
@@ -76,7 +105,7 @@ class JobLifecycle:
         verdicts: dict[tuple[str, int, str, int, tuple[str, ...], bool], bool] = {}
         arrivals: list[WorkloadJob] = []
         for job in workload.jobs:
-            queue = job.queue if job.queue in self._queues else self._first_queue
+            queue = self._queue_for(job)
             shape = (queue, job.procs, job.res, job.gpus, job.hosts, job.exclusive)
             fits = verdicts.get(shape)
             if fits is None:
@@ -110,10 +139,8 @@ class JobLifecycle:
 
     def _arrive(self, index: int) -> None:
         job = self._arrivals[index]
-        queue = job.queue
         spec = JobSpec(
-            id=job.id, user=job.user or "nobody",
-            queue=queue if queue in self._queues else self._first_queue,
+            id=job.id, user=job.user or "nobody", queue=self._queue_for(job),
             n=job.procs, res=job.res, submit=job.submit, run=job.run,
             run_limit=job.run_limit, gpus=job.gpus,
         )
