@@ -75,8 +75,9 @@ def test_the_user_with_more_shares_starts_first_and_usage_is_shown(
 def test_a_restarted_controller_keeps_the_usage(cluster: LiveCluster) -> None:
     before = shares(cluster)
     assert before[ME]["cpu_time"] > 0
+    listen = cluster.url.removeprefix("http://")  # (the same address: the agent's)
     cluster.stop_controller()
-    cluster.start_controller()
+    cluster.start_controller(listen=listen)
     after = shares(cluster)
     for user in (ME, "alice"):  # (decayed by the seconds between: a 5 h half-life)
         assert after[user]["cpu_time"] == pytest.approx(before[user]["cpu_time"], rel=1e-3)

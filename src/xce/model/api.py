@@ -7,7 +7,7 @@ docs/api.md; the OpenAPI document at `/openapi.json` is generated from these typ
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -114,11 +114,16 @@ class JobInfo(msgspec.Struct, frozen=True):
     array: int = 0
     index: int = 0
     depend: str = ""
-    # A running job stopped (state USUSP, `xce stop`): who stopped it, and when.
+    # A running job stopped (state USUSP, `xce stop`): who stopped it (PREEMPTION: a
+    # preemption), and when.
     suspended_by: str = ""
     suspended_time: float | None = None
     # Its changes since submission (`xce modify`, `top`, `bottom`, `switch`), oldest first.
     changes: list[JobChange] = []
+
+
+# Who stopped and continued a job a preemption suspended (JobSuspended.by)
+PREEMPTION: Final = "preemption"
 
 
 class JobList(msgspec.Struct, frozen=True):

@@ -115,6 +115,9 @@ class SchedulerQueries(Protocol):
     def live_hosts(self) -> list[HostRecord]:
         """The hosts present."""
 
+    def preemption_of(self, job: int) -> int | None:
+        """The job `job` is suspended for by a preemption, if it is."""
+
     def fairshare_table(self, queue: str | None, now: float) -> list[QueueShares]:
         """The fairshare queues (or `queue`) as of `now`: users, shares, usage and
         dynamic priorities (sched/fairshare.py)."""

@@ -471,6 +471,11 @@ class SchedulerState:
         self._enqueue(job.spec, job.key, held)
 
     # ------------------------------------------------------------------ queries
+    def preemption_of(self, job: int) -> int | None:
+        """The job `job` is suspended for by a preemption, if it is."""
+        found = self.preemptions.suspended.get(job)
+        return None if found is None else found[0]
+
     def knows(self, job: int) -> bool:
         """Whether `job` is pending (held, waiting) or running."""
         return job in self._submitted
