@@ -309,3 +309,23 @@ def test_the_preemption_keys_are_read():
     assert (hi.preempt, hi.preempt_action, hi.preemptable, hi.preempt_delay) == (
         ("low",), "kill", True, 60.0
     )
+
+
+def test_a_rebuilt_state_keeps_the_preemptions_under_way():
+    from xce.sched.rebuild import state_events
+
+    state, now = state_of(busy("""
+        - {id: 10, queue: urgent, n: 2, submit: 900}
+        - {id: 11, queue: urgent, n: 2, submit: 901}
+    """))
+    state.apply(JobPreempted(job=2, by=10, action="suspend", time=now))
+    state.apply(JobPreempted(job=1, by=11, action="kill", time=now))
+    rebuilt = SchedulerState()
+    rebuilt.apply_all(state_events(state))
+    assert rebuilt.preemptions.suspended == {2: (10, now)}
+    assert rebuilt.preemptions.stopping == {1: 11}
+    assert rebuilt.free_slots == state.free_slots
+    one, other = run_session(state, now + 1), run_session(rebuilt, now + 1)
+    assert [(d.job, d.hosts) for d in one.dispatch] == [(d.job, d.hosts) for d in other.dispatch]
+    assert [(d.job, d.hosts) for d in one.dispatch] == [(10, {"h1": 2})]
+    assert other.reason_of(11) == "Waiting for preempted job(s) 1 to stop"

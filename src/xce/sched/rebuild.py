@@ -11,6 +11,7 @@ from xce.model.events import (
     HostRemoved,
     HostStateChanged,
     JobHeld,
+    JobPreempted,
     JobStarted,
     JobSubmitted,
     PoolHistoryRestored,
@@ -42,6 +43,7 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
         events.append(EndedJobsRestored(jobs=ended))
     events.extend(_host_events(state))
     events.extend(_running_job_events(state))
+    events.extend(_preemption_events(state))
     events.extend(_queued_job_events(state))
     events.extend(_supply_events(state))
     events.extend(_pool_history_events(state))
@@ -144,6 +146,21 @@ def _supply_events(state: SchedulerState) -> list[SchedulerEvent]:
                 lead_time=dict(state.lead_times),
             )
         )
+    return events
+
+
+def _preemption_events(state: SchedulerState) -> list[SchedulerEvent]:
+    """The preemptions under way: suspended victims (their slots released) and those
+    being requeued or killed (as requeues: the state treats both alike). When other
+    jobs were last preempted is not kept (their `preempt_delay` starts afresh)."""
+    book = state.preemptions
+    events: list[SchedulerEvent] = [
+        JobPreempted(job, by, "suspend", since) for job, (by, since) in book.suspended.items()
+    ]
+    events.extend(
+        JobPreempted(job, by, "requeue", book.last.get(job, 0.0))
+        for job, by in book.stopping.items()
+    )
     return events
 
 
