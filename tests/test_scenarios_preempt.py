@@ -329,3 +329,37 @@ def test_a_rebuilt_state_keeps_the_preemptions_under_way():
     assert [(d.job, d.hosts) for d in one.dispatch] == [(d.job, d.hosts) for d in other.dispatch]
     assert [(d.job, d.hosts) for d in one.dispatch] == [(10, {"h1": 2})]
     assert other.reason_of(11) == "Waiting for preempted job(s) 1 to stop"
+
+
+def test_the_bundled_example_preempts_as_docs_scheduling_md_says():
+    from xce.cli.sched_cmd import example_path
+    from xce.scenario import load_scenario
+
+    scenario = load_scenario(example_path("preempt"))
+    result = run_session(scenario.state(), scenario.now)
+    assert [(p.job, p.by, p.action) for p in result.preemptions] == [
+        (2, 10, "requeue"), (3, 11, "requeue"), (4, 11, "requeue")
+    ]
+    assert result.reason_of(11) == "Preempting job(s) 3 4 (requeue)"
+
+
+def test_queue_mix_assigns_trace_jobs_by_a_hash_of_their_id(tmp_path: Path):
+    config = cluster("""
+        hosts: [{name: h1, slots: 1}]
+        queues:
+          - {name: urgent, priority: 70, preempt: [low]}
+          - {name: normal, priority: 30}
+          - {name: low, priority: 10}
+        simulation: {queue_mix: {urgent: 5, normal: 70, low: 25}}
+    """)
+    jobs = workload(tmp_path, 'jobs:\n  - {ids: "1-2000", submit: 0, run: 1}\n')
+    sim, summary = simulate(config, jobs)
+    finished = {queue: row["finished"] for queue, row in summary["queues"].items()}
+    assert sum(finished.values()) == 2000
+    expected = {"urgent": 0, "normal": 0, "low": 0}
+    for job in range(1, 2001):  # the documented rule, written out
+        point = (job * 2654435761 % 2**32) / 2**32
+        expected["urgent" if point < 0.05 else "normal" if point < 0.05 + 0.7 else "low"] += 1
+    assert finished == expected
+    assert 0.04 < expected["urgent"] / 2000 < 0.06
+    del sim
