@@ -31,6 +31,7 @@ from xce.sched.reasons import LIMIT, RESOURCE
 from xce.sched.served import SERVED, ServedOnReal
 from xce.sched.share_order import local_until, merge_key
 from xce.sched.state import SchedulerState
+from xce.sched.supply_state import arrivals
 from xce.sched.tokens import TokenSupply, TokenUse, cover
 from xce.sched.virtual import TemplateSupply, static_verdict, virtual_of
 
@@ -124,7 +125,7 @@ class CatalogPass:
             self.templates.append(
                 TemplateSupply(
                     position, template, in_flight, allowance, virtual,
-                    state.arrivals(name, now), state.lead_time(name),
+                    arrivals(state, name, now), state.lead_time(name),
                 )
             )
         self._by_name = {supply.template.name: supply for supply in self.templates}
@@ -208,9 +209,7 @@ class CatalogPass:
                 if pos == end or self.evaluated >= budget:
                     break
                 if not known:
-                    next_key = queue.next_key()
-                    if fair:
-                        next_key = local_until(s.bucket, members[pos].key, next_key)
+                    next_key = local_until(s.bucket, members[pos].key, queue.next_key(), fair)
                     known = True
                 if next_key is not None and not members[pos].key < next_key:
                     break

@@ -214,7 +214,7 @@ def resumable(state: SchedulerState, cap: Capacity) -> list[int]:
     found: list[int] = []
     hosts = state.hosts
     for victim, (by, _since) in sorted(state.preemptions.suspended.items()):
-        if state.knows(by):
+        if by in state.running or by in state.pending or by in state.held or by in state.waiting:
             continue  # its preemptor is still pending or running
         run = state.running[victim]
         if all(

@@ -373,9 +373,7 @@ class RealPass:
             plan = self.plan
             if plan is not None and (plan.bookings or self._unplaced is not None):
                 # (failing buckets too)
-                until = queue.next_key()
-                if fair:
-                    until = local_until(bucket, order[pos].key, until)
+                until = local_until(bucket, order[pos].key, queue.next_key(), fair)
                 pos = self._run_planned(bucket, order, pos, until)
             else:
                 cands = None
@@ -393,9 +391,7 @@ class RealPass:
                             )
                         continue
                     cands = found
-                until = queue.next_key()
-                if fair:
-                    until = local_until(bucket, order[pos].key, until)
+                until = local_until(bucket, order[pos].key, queue.next_key(), fair)
                 pos = self._run(bucket, order, pos, until, cands)
             if pos < len(order):
                 key = order[pos].key

@@ -16,6 +16,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from xce.model.api import QueueShares
 from xce.model.result import SortKey, TraceEntry
 from xce.sched.buckets import Bucket
 from xce.sched.fairshare import RANK_SPAN
@@ -29,13 +30,34 @@ def merge_key(bucket: Bucket, key: SortKey) -> SortKey:
     return (key[0] * RANK_SPAN + bucket.rank, key[1], key[2], key[3])
 
 
-def local_until(bucket: Bucket, key: SortKey, until: SortKey | None) -> SortKey | None:
+def local_until(
+    bucket: Bucket, key: SortKey, until: SortKey | None, fair: bool = True
+) -> SortKey | None:
     """`until`, the merge key of another bucket's next job (None: none), as the sort
     key `bucket`'s jobs (`key`: one of them, the next) are compared with: None when
-    every job of `bucket` comes first (a higher queue priority or rank)."""
+    every job of `bucket` comes first (a higher queue priority or rank). Without
+    fairshare queues (`fair` False) merge keys are sort keys: `until` as it is."""
+    if not fair:
+        return until
     if until is None or key[0] * RANK_SPAN + bucket.rank < until[0]:
         return None
     return (key[0], until[1], until[2], until[3])
+
+
+def fairshare_table(state: SchedulerState, queue: str | None, now: float) -> list[QueueShares]:
+    """The fairshare queues (or `queue`, if it is one) as of `now`: their users,
+    shares, usage and dynamic priorities, with each user's pending jobs."""
+    fair = state.fairshare
+    pending: dict[str, dict[str, int]] = {}
+    for job in state.pending.values():
+        if job.spec.queue in fair.trees:
+            users = pending.setdefault(job.spec.queue, {})
+            users[job.spec.user] = users.get(job.spec.user, 0) + 1
+    return [
+        fair.table(name, pending.get(name, {}), now)
+        for name in fair.trees
+        if queue is None or name == queue
+    ]
 
 
 def rank_buckets(state: SchedulerState, now: float, trace: list[TraceEntry] | None) -> None:

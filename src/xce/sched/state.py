@@ -53,8 +53,9 @@ from xce.sched.preempted import PreemptBook, preempt, resume
 from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
 from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
+from xce.sched.share_order import fairshare_table
 from xce.sched.spec_checks import check_gpus, check_run_limit
-from xce.sched.supply_state import apply_supply
+from xce.sched.supply_state import apply_supply, arrivals
 from xce.sched.usage import NGPUS
 from xce.sched.waiting import Waits
 
@@ -283,18 +284,8 @@ class SchedulerState:
         return DEFAULT_LEAD_TIME if configured is None else configured
 
     def arrivals(self, template: str, now: float) -> list[float]:
-        """When each in-flight host of `template` is expected to join, earliest first:
-        its request time plus the lead time, one second from now when overdue; hosts
-        in flight without a known request time, now plus the lead time."""
-        count = max(0, self.in_flight.get(template, 0))
-        if not count:
-            return []
-        lead = self.lead_time(template)
-        soonest = now + 1.0
-        times = self.requested.get(template, [])
-        found = [max(soonest, t + lead) for t in times[:count]]
-        found.extend([now + lead] * (count - len(found)))
-        return found
+        """When `template`'s in-flight hosts are expected to join (supply_state.py)."""
+        return arrivals(self, template, now)
 
     def new_hosts_allowed(self, template: HostTemplate) -> int:
         """How many new hosts of `template` may be requested now: its `max` less the
@@ -476,23 +467,9 @@ class SchedulerState:
         found = self.preemptions.suspended.get(job)
         return None if found is None else found[0]
 
-    def knows(self, job: int) -> bool:
-        """Whether `job` is pending (held, waiting) or running."""
-        return job in self._submitted
-
     def fairshare_table(self, queue: str | None, now: float) -> list[QueueShares]:
-        """The fairshare queues (or `queue`, if it is one) as of `now`: their users,
-        shares, usage and dynamic priorities (`xce fairshare`)."""
-        pending: dict[str, dict[str, int]] = {}
-        for job in self.pending.values():
-            if job.spec.queue in self.fairshare.trees:
-                users = pending.setdefault(job.spec.queue, {})
-                users[job.spec.user] = users.get(job.spec.user, 0) + 1
-        return [
-            self.fairshare.table(name, pending.get(name, {}), now)
-            for name in self.fairshare.trees
-            if queue is None or name == queue
-        ]
+        """`xce fairshare` (sched/share_order.py)."""
+        return fairshare_table(self, queue, now)
 
     def live_hosts(self) -> list[HostRecord]:
         return [h for h in self.hosts if h is not None]
