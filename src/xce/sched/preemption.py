@@ -113,14 +113,22 @@ class PreemptionPass:
         """The fewest victims, in order, that let the bucket's next job fit, and where
         it would go; None when even all of them would not do."""
         cap, evaluator = self.cap, self.evaluator
+        elig = bucket.eligible
+        assert isinstance(elig, Eligible)
+        # Slots the job could have at most: free ones and all its candidates'. It is
+        # placed (evaluated) only once they add up to its slots: most tries end here.
+        have = sum([cap.free_slots[i] for i in elig.open if cap.free_slots[i] > 0])
+        offered = [(v, f) for v in self._candidates(bucket) if (f := self._freed(v, bucket))]
+        if have + sum(slots for _v, f in offered for _i, slots, _r in f) < bucket.n:
+            return None
         chosen: list[tuple[RunningJob, Freed]] = []
         outcome: Placement | Failure | None = None
-        for victim in self._candidates(bucket):
-            freed = self._freed(victim, bucket)
-            if not freed:
-                continue
+        for victim, freed in offered:
             cap.hold_back(freed, +1)
             chosen.append((victim, freed))
+            have += sum(slots for _i, slots, _r in freed)
+            if have < bucket.n:
+                continue
             outcome = evaluator.evaluate(bucket)
             if not isinstance(outcome, Failure):
                 break
