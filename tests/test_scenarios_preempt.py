@@ -363,3 +363,29 @@ def test_queue_mix_assigns_trace_jobs_by_a_hash_of_their_id(tmp_path: Path):
     assert finished == expected
     assert 0.04 < expected["urgent"] / 2000 < 0.06
     del sim
+
+
+def test_only_a_job_short_of_capacity_preempts():
+    # h1: 3 of 4 slots busy with low jobs; job 8 (normal, not preempting) reserves the
+    # whole host for when they end. Job 10 (urgent) fits the free slot now but would
+    # delay that reservation, and job 12 asks for hosts nothing matches: freeing
+    # slots serves neither, so neither preempts.
+    s = run_scenario("""
+        now: 1000
+        cluster:
+          reserve_depth: 1
+          hosts: [{name: h1, slots: 4}]
+          queues:
+            - {name: low, priority: 10}
+            - {name: normal, priority: 80}
+            - {name: urgent, priority: 70, preempt: [low]}
+        jobs:
+          - {id: 1, queue: low, n: 2, state: RUN, hosts: {h1: 2}, start: 0, run_limit: 2000}
+          - {id: 2, queue: low, n: 1, state: RUN, hosts: {h1: 1}, start: 10, run_limit: 5000}
+          - {id: 8, queue: normal, n: 4, submit: 100, run_limit: 100}
+          - {id: 10, queue: urgent, n: 1, submit: 200}
+          - {id: 12, queue: urgent, n: 1, res: "select[type==ARM]", submit: 300}
+    """)
+    assert preemptions(s.json) == []
+    assert s.reason(10).startswith("Would delay the reservation of job 8"), s.reason(10)
+    assert s.reason(12).startswith("No host"), s.reason(12)

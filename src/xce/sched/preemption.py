@@ -13,6 +13,8 @@ are still stopping (requeue, kill) waits for them and preempts nothing more.
 
 from __future__ import annotations
 
+from typing import Final
+
 from xce.model.result import Preemption, TraceEntry
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import Capacity
@@ -27,6 +29,9 @@ from xce.sched.usage import host_use
 from xce.sched.virtual import template_verdict
 
 PREEMPTING = "preempting"  # the kind of a job's failure once preemption serves it
+# The failures victims' slots can end (not a closed host, a select nothing matches,
+# shared tokens, a reservation the job would delay, -x)
+CAPACITY: Final = frozenset({"slots", "consumable", "gpus", "span"})
 # What a victim frees on one host: (host index, slots, consumables by column)
 Freed = list[tuple[int, int, tuple[float, ...]]]
 
@@ -53,6 +58,7 @@ class PreemptionPass:
             bucket = group.bucket
             if (
                 not bucket.queue.preempt or group.failure.kind != RESOURCE
+                or group.failure.check not in CAPACITY or bucket.exclusive
                 or not isinstance(bucket.eligible, Eligible) or self._buys(bucket)
             ):
                 found.append(group)
