@@ -39,7 +39,9 @@ def shapes(count: int, rng: random.Random) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def cluster(hosts: int) -> ClusterConfig:
+def cluster(hosts: int, fairshare: bool = False) -> ClusterConfig:
+    """The bench's cluster; `fairshare`: every queue orders by LSF user fairshare
+    (bench_fairshare.py)."""
     specs = tuple(
         HostSpec(
             name=f"h{i:05d}",
@@ -56,16 +58,20 @@ def cluster(hosts: int) -> ClusterConfig:
             "ssd": ResourceDef("ssd", "boolean"),
         },
         hosts=specs,
-        queues=(Queue("high", 50), Queue("normal", 30), Queue("low", 10)),
+        queues=tuple(
+            Queue(name, priority, fairshare=(("default", 1.0),) if fairshare else None)
+            for name, priority in (("high", 50), ("normal", 30), ("low", 10))
+        ),
         limits=(Limit("per-user", slots=100000, users="each"),),
     )
 
 
 def build(
-    hosts: int, pending: int, shape_count: int, free_fraction: float, seed: int
+    hosts: int, pending: int, shape_count: int, free_fraction: float, seed: int,
+    fairshare: bool = False, user_count: int = 200,
 ) -> SchedulerState:
     rng = random.Random(seed)
-    state = SchedulerState(cluster(hosts))
+    state = SchedulerState(cluster(hosts, fairshare))
     job_id = 0
     # Fill the cluster: one running 16-slot job per host, minus the free fraction.
     free_hosts = int(hosts * free_fraction)
@@ -74,7 +80,7 @@ def build(
         state.apply(JobSubmitted(JobSpec(id=job_id, user="filler", queue="normal", n=SLOTS)))
         state.apply(JobStarted(job=job_id, hosts={f"h{i:05d}": SLOTS}, time=0))
     kinds = shapes(shape_count, rng)
-    users = [f"u{i:03d}" for i in range(200)]
+    users = [f"u{i:03d}" for i in range(user_count)]
     queues = ["high", "normal", "normal", "low"]
     for i in range(pending):
         job_id += 1

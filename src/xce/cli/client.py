@@ -32,6 +32,7 @@ from xce.model.api import (
     CatalogRequest,
     Expected,
     ExpectRequest,
+    FairshareList,
     HistoryList,
     HostInfo,
     HostList,
@@ -167,6 +168,9 @@ class Client:
 
     def queues(self) -> QueueList:
         return self._get("/queues", QueueList)
+
+    def fairshare(self, queue: str | None = None) -> FairshareList:
+        return self._get("/fairshare", FairshareList, {"queue": queue} if queue else None)
 
     def demand(self) -> SessionOutput:
         """The last session's demand (`demand` filled; read it with `session_demand`)."""

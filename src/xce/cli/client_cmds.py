@@ -31,6 +31,7 @@ from xce.cli.job_refs import (
 )
 from xce.cli.runlimit import limit_text, run_limit_option
 from xce.model.api import (
+    PREEMPTION,
     ExpectRequest,
     HostInfo,
     JobInfo,
@@ -68,6 +69,14 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]],
         ).rstrip()
         for line in (header, *rows)
     ]
+
+
+def _change(change: str) -> str:
+    """A line of a job's history: a preemption as it happened (`Preempted by job 12
+    (requeue)`), anything else as a change of its parameters."""
+    if change.startswith("preempted"):
+        return change[0].upper() + change[1:]
+    return f"Parameters of Job are changed: {change}"
 
 
 def short_time(stamp: float) -> str:
@@ -158,16 +167,17 @@ def job_long(job: JobInfo) -> list[str]:
     if job.depend:
         submitted.append(f"Dependency Condition <{job.depend}>")
     lines = [", ".join(head), f"{long_time(job.submit_time)}: {', '.join(submitted)};"]
-    lines += [f"{long_time(c.time)}: Parameters of Job are changed: {c.change};"
-              for c in job.changes]  # (xce modify, top, bottom, switch)
+    lines += [f"{long_time(c.time)}: {_change(c.change)};"
+              for c in job.changes]  # (xce modify, top, bottom, switch; preemptions)
     if job.run_limit is not None:  # as bjobs -l: after the submission
         lines += ["", f" RUNLIMIT {limit_text(job.run_limit)}", ""]
     if job.start_time is not None:
         hosts = " ".join(f"<{part}>" for part in exec_host_parts(job.exec_hosts))
         lines.append(f"{long_time(job.start_time)}: Started {job.n} Task(s) on Host(s) {hosts};")
     if job.suspended_time is not None:  # USUSP: stopped while running (xce stop)
-        lines.append(f"{long_time(job.suspended_time)}: Suspended by the user or "
-                     f"administrator <{job.suspended_by}>;")
+        by = ("a preemption" if job.suspended_by == PREEMPTION
+              else f"the user or administrator <{job.suspended_by}>")
+        lines.append(f"{long_time(job.suspended_time)}: Suspended by {by};")
     if job.end_time is not None:
         lines.append(f"{long_time(job.end_time)}: {_ending(job)}")
     if job.state in PENDING and job.pend_reason:

@@ -11,6 +11,7 @@ from xce.cli.client_cmds import CLIENT_COMMANDS
 from xce.cli.control_cmds import CONTROL_COMMANDS
 from xce.cli.controller_cmd import controller, init, token
 from xce.cli.demo_cmd import demo
+from xce.cli.fairshare_cmd import fairshare
 from xce.cli.ha_cmds import admin, controller_status
 from xce.cli.job_cmds import JOB_COMMANDS
 from xce.cli.modify_cmds import MODIFY_COMMANDS
@@ -49,6 +50,7 @@ main.add_command(demo)
 for command in (*CLIENT_COMMANDS, *CONTROL_COMMANDS, *JOB_COMMANDS, *MODIFY_COMMANDS):
     main.add_command(command)
 main.add_command(resources)
+main.add_command(fairshare)
 main.add_command(requests)
 main.add_command(history)
 main.add_command(sim)

@@ -8,6 +8,7 @@ from typing import Any
 from xce.cli.client_cmds import table
 from xce.cli.runlimit import limit_text
 from xce.model.api import QueueInfo
+from xce.model.result import number as show_number
 
 RULE = "-" * 78
 
@@ -42,18 +43,26 @@ def queue_long(queue: QueueInfo) -> list[str]:
             lines += ["", f" {title}", " RUNLIMIT", f" {limit_text(limit)}"]
     if queue.limits:
         lines += ["", " LIMITS (limits:):", *(f" {_limit(limit)}" for limit in queue.limits)]
-    policies = (["BACKFILL"] if queue.backfill else []) + (
-        [] if queue.requeue_on_host_loss else ["NO_REQUEUE_ON_HOST_LOSS"]
+    policies = (
+        (["FAIRSHARE"] if queue.fairshare is not None else [])
+        + (["BACKFILL"] if queue.backfill else [])
+        + ([] if queue.requeue_on_host_loss else ["NO_REQUEUE_ON_HOST_LOSS"])
     )
     hosts = queue.hosts_as_written or queue.hosts
     lines += [
         "",
         f"SCHEDULING POLICIES:  {'  '.join(policies) or '-'}",
+        *([f"USER_SHARES:  {share_list(queue.fairshare)}"] if queue.fairshare else []),
         "",
         f"USERS: {' '.join(queue.users) if queue.users is not None else 'all'}",
         f"HOSTS:  {' '.join(hosts) if hosts is not None else 'all'}",
     ]
     return lines
+
+
+def share_list(shares: Sequence[tuple[str, float]]) -> str:
+    """`[alice, 10] [group:eda, 20] [default, 1]`, as bqueues -l shows USER_SHARES."""
+    return " ".join(f"[{name}, {show_number(amount)}]" for name, amount in shares)
 
 
 def _limit(limit: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from xce.sched.reasons import clock
 
 EXAMPLE = "session.yaml"
 # The bundled scenarios `--example NAME` runs (NAME.yaml in the package's examples).
-EXAMPLES = ("session", "plan")
+EXAMPLES = ("session", "plan", "fairshare", "preempt")
 
 
 def example_path(name: str = "session") -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from xce.config.catalog import read_catalog
+from xce.config.fairshare import read_factors
 from xce.config.fields import MapReader, Place, line_of
 from xce.config.groups import read_host_groups, read_user_groups
 from xce.config.hosts import read_hosts
@@ -29,6 +30,8 @@ TOP_LEVEL_KEYS = (
     "reserve_depth",
     "max_job_array_size",
     "orphan_job_term_timeout",
+    "fairshare",
+    "preempt_before_burst",
     "catalog",
     "policy",
     "simulation",
@@ -101,8 +104,13 @@ def build_config(
         catalog=catalog,
         host_groups=host_groups,
         user_groups=user_groups,
+        fairshare=read_factors(top.get("fairshare"), top.value_place("fairshare")),
+        preempt_before_burst=top.flag("preempt_before_burst", False),
         policy=read_policy(top.get("policy"), top.value_place("policy"), catalog),
-        simulation=read_simulation(top.get("simulation"), top.value_place("simulation"), catalog),
+        simulation=read_simulation(
+            top.get("simulation"), top.value_place("simulation"), catalog,
+            frozenset(queue.name for queue in queues),
+        ),
     )
 
 

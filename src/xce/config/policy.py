@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from xce.config.fields import MapReader, Place, as_int, as_number
 from xce.model.cluster import Catalog
 from xce.model.policy import (
@@ -17,7 +19,7 @@ POLICY_KEYS = (
     "keep_idle_while_demand", "scale_down_delay_after_add", "cancel_surplus",
 )
 
-SIMULATION_KEYS = ("seed", "enforce_run_limits", "providers", "countables")
+SIMULATION_KEYS = ("seed", "enforce_run_limits", "providers", "countables", "queue_mix")
 
 
 def read_policy(value: object | None, place: Place, catalog: Catalog) -> PolicyConfig:
@@ -80,8 +82,11 @@ def _per_template(section: MapReader, key: str, templates: set[str]) -> dict[str
     return counts
 
 
-def read_simulation(value: object | None, place: Place, catalog: Catalog) -> SimulationConfig:
-    """Validate `simulation:`; provider and countable names must be in the catalog."""
+def read_simulation(
+    value: object | None, place: Place, catalog: Catalog, queues: Collection[str] = ()
+) -> SimulationConfig:
+    """Validate `simulation:`; provider and countable names must be in the catalog,
+    `queue_mix` names configured `queues` (each to a share > 0)."""
     if value is None:
         return SimulationConfig()
     section = MapReader(value, place, SIMULATION_KEYS)
@@ -102,8 +107,15 @@ def read_simulation(value: object | None, place: Place, catalog: Catalog) -> Sim
             if name not in known_resources:
                 model_place.fail(f"{name!r} is not a countable resource of the catalog")
             countables[str(name)] = _tokens(model, model_place)
+    mix: dict[str, float] = {}
+    if (found := section.section("queue_mix")) is not None:
+        for name, share, share_place in MapReader(*found).items():
+            if name not in queues:
+                share_place.fail(f"unknown queue {name!r}")
+            mix[str(name)] = as_number(share, share_place, "share", positive=True)
     return SimulationConfig(
         seed=section.integer("seed", defaults.seed),
+        queue_mix=mix,
         enforce_run_limits=section.flag("enforce_run_limits", defaults.enforce_run_limits),
         providers=providers,
         countables=countables,

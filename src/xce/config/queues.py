@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from xce.config.fairshare import read_shares
 from xce.config.fields import MapReader, Place, as_entries, as_list, as_text, show_number
 from xce.config.groups import expand_user_entries
 from xce.config.host_patterns import NO_GROUPS, read_entry_hosts
+from xce.config.preemption import PREEMPT_KEYS, Targets, check_targets, read_action, read_targets
 from xce.model.cluster import Queue
 
 _QUEUE_KEYS = (
     "name", "priority", "hosts", "requeue_on_host_loss", "backfill", "run_limit", "max_run_limit",
-    "users",
+    "users", "fairshare", *PREEMPT_KEYS,
 )
 
 
@@ -27,6 +29,7 @@ def read_queues(
                          empty="needs at least one queue (omit queues: for the default queue)")
     queues: list[Queue] = []
     names: set[str] = set()
+    targets: Targets = {}
     for entry in entries:
         name = entry.unique_text("name", names, "queue")
         priority = entry.integer("priority", 0)
@@ -39,14 +42,22 @@ def read_queues(
             )
         requeue = entry.flag("requeue_on_host_loss", True)
         run_limit, max_run_limit = _run_limits(entry)
+        shares = None
+        if (section := entry.section("fairshare")) is not None:
+            shares = read_shares(*section, user_groups)
+        targets[name] = read_targets(entry)
         queues.append(
             Queue(
                 name=name, priority=priority, hosts=hosts, requeue_on_host_loss=requeue,
                 backfill=entry.flag("backfill", False), run_limit=run_limit,
                 max_run_limit=max_run_limit, users=users, users_as_written=users_written,
-                hosts_as_written=_written(entry, "hosts", host_groups),
+                hosts_as_written=_written(entry, "hosts", host_groups), fairshare=shares,
+                preempt=tuple(name for name, _place in targets[name]),
+                preempt_action=read_action(entry), preemptable=entry.flag("preemptable", True),
+                preempt_delay=entry.number("preempt_delay", 0.0, minimum=0),
             )
         )
+    check_targets(targets, {q.name: q.preemptable for q in queues})
     return tuple(queues)
 
 

@@ -39,6 +39,7 @@ from xce.model.api import (
     CatalogRequest,
     Expected,
     ExpectRequest,
+    FairshareList,
     Heartbeat,
     HistoryEntry,
     HistoryList,
@@ -595,6 +596,19 @@ async def list_queues(request: web.Request) -> web.Response:
     return reply(QueueList(queues))
 
 
+async def get_fairshare(request: web.Request) -> web.Response:
+    """`?queue=NAME`: that fairshare queue only (404 when it is not one)."""
+    caller(request, READERS)
+    ctl = request.app[CONTROLLER]
+    queue = request.query.get("queue")
+    now = ctl.clock()
+    found = ctl.state.fairshare_table(queue, now)
+    if queue is not None and not found:
+        what = "a fairshare queue" if queue in ctl.state.queues else "a queue"
+        raise ApiProblem(404, f"{queue!r} is not {what}")
+    return reply(FairshareList(now, found))
+
+
 async def get_demand(request: web.Request) -> web.Response:
     caller(request, READERS)
     sessions = request.app[CONTROLLER].sessions
@@ -732,6 +746,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/requests/{request}/refused", refuse_request),
     ("POST", "/instances/{host}/vanished", instance_vanished),
     ("GET", "/queues", list_queues),
+    ("GET", "/fairshare", get_fairshare),
     ("GET", "/demand", get_demand),
     ("GET", "/idle", get_idle),
     ("GET", "/resources", list_resources),

@@ -77,6 +77,15 @@ class HostDesk:
         self.launchable = {j.spec.id for j in view.jobs.values() if j.state == RUN}
         self.seen = set()
 
+    def forget_run(self, job: JobRecord) -> None:
+        """A running job is requeued: it is not dispatched again until its old run
+        has ended on its hosts (old_runs.py)."""
+        job_id = job.spec.id
+        self.old_runs.add(job_id, job.hosts)
+        for host in job.hosts:
+            self.seen.discard((job_id, host))
+        self.launchable.discard(job_id)
+
     def launch_when_durable(self, durable: asyncio.Future[int], jobs: list[int]) -> None:
         """Dispatches queued to the log: once on disk, their agents may be told to
         start them."""

@@ -62,6 +62,10 @@ class JobControl:
                                   "resumed: the job has already finished")
         if self.suspended(job) is None:
             raise ApiProblem(409, f"Job <{job_id}>: Job is not suspended (it runs)")
+        preempted = self.facts.state.preemption_of(job_id)
+        if preempted is not None:
+            raise ApiProblem(409, f"Job <{job_id}>: suspended by a preemption for job "
+                                  f"<{preempted}>: it resumes when that job ends")
         await self._commit(self._suspend(job, False, who))
         return job
 
@@ -81,13 +85,8 @@ class JobControl:
     def _requeue(self, job: JobRecord, who: Identity) -> list[Event]:
         """The fact of a requeue; the job is held back from dispatch until its old run
         ended on its hosts (before the fact: a session may follow at once)."""
-        job_id = job.spec.id
-        self.hosts.old_runs.add(job_id, job.hosts)
-        for host in job.hosts:
-            self.hosts.seen.discard((job_id, host))
-        self.hosts.launchable.discard(job_id)
-        now = self.facts.clock()
-        return [JobRequeued(job_id, now, f"requeued by {who.name}")]
+        self.hosts.forget_run(job)
+        return [JobRequeued(job.spec.id, self.facts.clock(), f"requeued by {who.name}")]
 
     def _suspend(self, job: JobRecord, stop: bool, who: Identity) -> list[Event]:
         return [JobSuspended(job.spec.id, stop, self.facts.clock(), who.name)]

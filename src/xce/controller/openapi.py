@@ -106,6 +106,8 @@ _OPERATIONS: list[tuple[str, str, str, type | None, type, int, list[dict[str, An
     ("post", "/instances/{host}/vanished", "The provider no longer has the instance",
      api.VanishedInstance, api.RequestInfo, 200, [_HOST], []),
     ("get", "/queues", "List queues", None, api.QueueList, 200, [], []),
+    ("get", "/fairshare", "Fairshare queues: shares, usage, dynamic priorities", None,
+     api.FairshareList, 200, [], [{"name": "queue", "in": "query", "schema": {"type": "string"}}]),
     ("get", "/demand", "Demand of the last session", None, api.SessionOutput, 200, [], []),
     ("get", "/idle", "Idle supply of the last session", None, api.SessionOutput, 200, [], []),
     ("get", "/resources", "Shared pools and their tokens", None, api.ResourceList, 200, [], []),

@@ -15,16 +15,21 @@ from xce.controller.kernel import FactKernel
 from xce.controller.old_runs import WAITING
 from xce.controller.runlimits import session_delay
 from xce.controller.view import PEND
+from xce.model.api import PREEMPTION
 from xce.model.events import (
+    Event,
     HostRemoved,
     HostStateChanged,
     JobFinished,
     JobHeld,
     JobKilled,
     JobModified,
+    JobPreempted,
     JobRequeued,
+    JobResumed,
     JobStarted,
     JobSubmitted,
+    JobSuspended,
     SchedulerEvent,
 )
 from xce.model.lifecycle import HostState
@@ -102,8 +107,40 @@ class SessionRunner:
             log.info("session %d: %d job(s) ended: %s", self.count, len(orphans),
                      ORPHAN_ENDED)
             await facts.commit(now, orphans)
+        preempted = self._preempt(result, stale_jobs, now)
+        if preempted:
+            await facts.commit(now, preempted)
         await facts.snapshot_when_due()
         return result
+
+    def _preempt(self, result: SessionResult, stale: set[int], now: float) -> list[Event]:
+        """The facts that carry out the session's preemptions and resumes (those whose
+        jobs no fact changed meanwhile): a requeued victim is killed on its hosts and
+        pends again, a killed one ends, a suspended one is stopped (SIGSTOP, USUSP)
+        and its slots go to its preemptor; a resumed one is continued (SIGCONT)."""
+        state, view = self.facts.state, self.facts.view
+        facts: list[Event] = []
+        for job in result.resumes:
+            if job not in stale and state.preemption_of(job) is not None:
+                facts += [JobResumed(job, now), JobSuspended(job, False, now, PREEMPTION)]
+        for found in result.preemptions:
+            victim = view.jobs.get(found.job)
+            if found.job in stale or found.by in stale or victim is None or (
+                found.job not in state.running
+            ):
+                continue
+            log.info("session %d: job %d preempted by job %d (%s)", self.count, found.job,
+                     found.by, found.action)
+            facts.append(JobPreempted(found.job, found.by, found.action, now))
+            why = f"preempted by job {found.by}"
+            if found.action == "suspend":
+                facts.append(JobSuspended(found.job, True, now, PREEMPTION))
+            elif found.action == "kill":
+                facts.append(JobFinished(found.job, now, LOST_EXIT_CODE, None, why))
+            else:
+                self.hosts.forget_run(victim)
+                facts.append(JobRequeued(found.job, now, why))
+        return facts
 
     def _still_valid(self, decision: Dispatch, stale_jobs: set[int],
                      stale_hosts: set[str]) -> bool:

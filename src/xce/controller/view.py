@@ -28,6 +28,7 @@ from xce.model.events import (
     JobHeld,
     JobKilled,
     JobModified,
+    JobPreempted,
     JobRequeued,
     JobStarted,
     JobSubmitted,
@@ -204,6 +205,13 @@ class ClusterView:
                 if job_id in self.jobs:
                     self.jobs[job_id].failure = failure
                     self.jobs[job_id].cpu_time = cpu_time
+            case JobPreempted(job=job_id, by=by, action=action, time=at):
+                # (both sides' history, as xce jobs -l shows it; the state changes with
+                # the requeue, kill or stop that follows)
+                for one, change in ((job_id, f"preempted by job {by} ({action})"),
+                                    (by, f"preempted job {job_id} ({action})")):
+                    if one in self.jobs:
+                        self.jobs[one].changes = [*self.jobs[one].changes, (at, change)]
             case JobModified(job=job_id, spec=spec, time=at, change=change):
                 job = self.jobs[job_id]
                 job.spec = spec

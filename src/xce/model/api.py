@@ -7,7 +7,7 @@ docs/api.md; the OpenAPI document at `/openapi.json` is generated from these typ
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -123,11 +123,16 @@ class JobInfo(msgspec.Struct, frozen=True):
     array: int = 0
     index: int = 0
     depend: str = ""
-    # A running job stopped (state USUSP, `xce stop`): who stopped it, and when.
+    # A running job stopped (state USUSP, `xce stop`): who stopped it (PREEMPTION: a
+    # preemption), and when.
     suspended_by: str = ""
     suspended_time: float | None = None
     # Its changes since submission (`xce modify`, `top`, `bottom`, `switch`), oldest first.
     changes: list[JobChange] = []
+
+
+# Who stopped and continued a job a preemption suspended (JobSuspended.by)
+PREEMPTION: Final = "preemption"
 
 
 class JobList(msgspec.Struct, frozen=True):
@@ -345,10 +350,49 @@ class QueueInfo(msgspec.Struct, frozen=True):
     backfill: bool = False
     requeue_on_host_loss: bool = True
     limits: list[dict[str, Any]] = []
+    fairshare: list[tuple[str, float]] | None = None  # its shares as written (None: none)
 
 
 class QueueList(msgspec.Struct, frozen=True):
     queues: list[QueueInfo]
+
+
+class ShareRow(msgspec.Struct, frozen=True):
+    """One user of a fairshare queue (`xce fairshare`, LSF's bhpart): their account
+    (themselves or `group:NAME`), its shares and theirs, what the account has used
+    (slot-hours of ended jobs, decayed; slot-hours its running jobs have run; running
+    slots) and its dynamic priority; a group member's own priority within the group
+    in `priority_within` (None: an account of their own)."""
+
+    user: str
+    account: str
+    shares: float
+    user_shares: float
+    cpu_time: float
+    run_time: float
+    started: int
+    priority: float
+    priority_within: float | None = None
+    pending: int = 0  # their jobs pending in the queue
+
+
+class QueueShares(msgspec.Struct, frozen=True):
+    """A fairshare queue's shares as written, the factors and its users."""
+
+    queue: str
+    shares: list[tuple[str, float]]
+    cpu_time_factor: float
+    run_time_factor: float
+    run_job_factor: float
+    hist_hours: float
+    users: list[ShareRow]
+
+
+class FairshareList(msgspec.Struct, frozen=True):
+    """`GET /fairshare`: every fairshare queue (or the one asked for), as of `now`."""
+
+    now: float
+    queues: list[QueueShares]
 
 
 class SessionOutput(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -10,6 +10,8 @@ from xce.model.policy import PolicyConfig, SimulationConfig
 
 ResourceValue = float | bool
 Choose = Literal["rank", "cost", "least-waste"]  # catalog.choose
+PreemptAction = Literal["requeue", "suspend", "kill"]  # a queue's preempt_action
+PREEMPT_ACTIONS: tuple[PreemptAction, ...] = ("requeue", "suspend", "kill")
 CHOOSE_RULES: tuple[Choose, ...] = ("rank", "cost", "least-waste")
 
 
@@ -70,6 +72,28 @@ class Queue(msgspec.Struct, frozen=True):
     # hosts_as_written is () when no group is in it (then `hosts` is as written)
     users_as_written: tuple[str, ...] = ()
     hosts_as_written: tuple[str, ...] = ()
+    # LSF user-based fairshare (USER_SHARES): (user, `group:NAME` or `default`, shares)
+    # as written, in order; None: the queue orders jobs without fairshare
+    fairshare: tuple[tuple[str, float], ...] | None = None
+    # Preemption (LSF PREEMPTION=PREEMPTIVE[low batch]): the queues whose running jobs
+    # its pending jobs may take slots from, and what is done to them; whether its own
+    # jobs may be preempted (PREEMPTABLE), and how long after a preemption one of its
+    # jobs may be preempted again (s)
+    preempt: tuple[str, ...] = ()
+    preempt_action: PreemptAction = "requeue"
+    preemptable: bool = True
+    preempt_delay: float = 0.0
+
+
+class FairshareFactors(msgspec.Struct, frozen=True):
+    """The cluster's `fairshare:` setting: LSF's weights of a user's dynamic priority
+    (CPU_TIME_FACTOR, RUN_TIME_FACTOR, RUN_JOB_FACTOR) and the half-life in hours of
+    the historical usage (HIST_HOURS): docs/scheduling.md, "Fairshare"."""
+
+    cpu_time_factor: float = 0.7
+    run_time_factor: float = 0.7
+    run_job_factor: float = 3.0
+    hist_hours: float = 5.0
 
 
 class Limit(msgspec.Struct, frozen=True):
@@ -149,5 +173,9 @@ class ClusterConfig(msgspec.Struct, frozen=True):
     # `template:GLOB`) / user names, nested groups expanded (`xce submit -m` names them)
     host_groups: dict[str, tuple[str, ...]] = {}
     user_groups: dict[str, tuple[str, ...]] = {}
+    fairshare: FairshareFactors = FairshareFactors()
+    # Whether a pending job of a preempting queue preempts before a template is bought
+    # for it (True), or only when no template could host it (False, the default)
+    preempt_before_burst: bool = False
     policy: PolicyConfig = PolicyConfig()
     simulation: SimulationConfig = SimulationConfig()

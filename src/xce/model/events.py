@@ -72,6 +72,26 @@ class JobRequeued(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     reason: str = ""
 
 
+class JobPreempted(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A running job preempted for pending job `by` (a session's `preemptions`, carried
+    out by the driver): `suspend` releases its slots at once (it stays running,
+    stopped, until JobResumed); `requeue` and `kill` are followed by JobRequeued or
+    JobKilled once it is stopped, its slots counting for `by` meanwhile."""
+
+    job: int
+    by: int
+    action: str
+    time: float = 0
+
+
+class JobResumed(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """A job suspended by a preemption goes on (a session's `resumes`): it holds its
+    slots again."""
+
+    job: int
+    time: float = 0
+
+
 class JobHeld(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
     job: int
     held: bool = True
@@ -210,6 +230,23 @@ class PoolHistoryRestored(msgspec.Struct, frozen=True, tag=True, tag_field="even
     history: list[tuple[float, float, float]]
 
 
+class ShareUsage(msgspec.Struct, frozen=True, array_like=True):
+    """A user's history in a fairshare queue: the slot-hours of their ended jobs,
+    decayed to `as_of` (sched/fairshare.py)."""
+
+    queue: str
+    user: str
+    hist: float
+    as_of: float
+
+
+class FairshareRestored(msgspec.Struct, frozen=True, tag=True, tag_field="event"):
+    """The fairshare queues' usage history: part of the events that rebuild a state
+    (snapshots, recordings started mid-run), so that users keep their priorities."""
+
+    usage: list[ShareUsage]
+
+
 class EndedJob(msgspec.Struct, frozen=True):
     """How a job ended, as dependency conditions read it (`done`: DONE, else EXIT;
     `exit_code`: None when it has none, e.g. killed before it started), and what
@@ -337,6 +374,8 @@ SchedulerEvent = (
     | JobStarted
     | JobFinished
     | JobRequeued
+    | JobPreempted
+    | JobResumed
     | JobHeld
     | JobModified
     | HostAdded
@@ -346,6 +385,7 @@ SchedulerEvent = (
     | SupplyChanged
     | PoolHistoryRestored
     | EndedJobsRestored
+    | FairshareRestored
 )
 
 # The controller's own records: logged and replayed by the controller, never fed to

@@ -61,3 +61,6 @@ class SimulationConfig(msgspec.Struct, frozen=True):
     enforce_run_limits: bool = True
     providers: dict[str, ProviderModel] = {}
     countables: dict[str, TokenModel] = {}
+    # Trace jobs without a configured queue go to these queues in these proportions,
+    # by a hash of their id (sim/jobs.py, `queue_of`); empty: the first queue
+    queue_mix: dict[str, float] = {}

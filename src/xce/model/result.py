@@ -31,6 +31,15 @@ class Dispatch(msgspec.Struct, frozen=True):
     pools: dict[str, str] = {}
 
 
+class Preemption(msgspec.Struct, frozen=True):
+    """Running `job` is preempted for pending job `by`: requeued, suspended or killed
+    as `by`'s queue says (its `preempt_action`)."""
+
+    job: int
+    by: int
+    action: str
+
+
 class Reservation(msgspec.Struct, frozen=True):
     """A blocked job's planned start: at `start` on `hosts` (host name -> slots),
     until `end` (inf: the job has no run limit). `virtual`: held on supply being
@@ -167,8 +176,16 @@ class SessionResult:
         next_due: float = math.inf,
         backfilled: list[int] | None = None,
         orphans: list[int] | None = None,
+        preemptions: list[Preemption] | None = None,
+        resumes: list[int] | None = None,
     ) -> None:
         self.now = now
+        # Running jobs to preempt for pending ones, for the driver to carry out
+        # (JobPreempted, then requeue or kill; a suspend releases their slots at once)
+        self.preemptions: list[Preemption] = preemptions or []
+        # Jobs suspended by a preemption whose preemptor has ended: to resume now
+        # (JobResumed); the session counted their slots as taken
+        self.resumes: list[int] = resumes or []
         # Pending jobs whose dependency condition can never be satisfied, for the
         # driver to end now (LSF's -ti, or past orphan_job_term_timeout).
         self.orphans: list[int] = orphans or []
@@ -219,6 +236,10 @@ class SessionResult:
             "reservations": [reservation_json(r) for r in self.reservations],
             "next_due": None if math.isinf(self.next_due) else number(self.next_due),
             **({"orphans": self.orphans} if self.orphans else {}),
+            **({"preemptions": [
+                {"job": p.job, "by": p.by, "action": p.action} for p in self.preemptions
+            ]} if self.preemptions else {}),
+            **({"resumes": self.resumes} if self.resumes else {}),
             "stats": {
                 "pending": self.stats.pending,
                 "real_pass_ms": round(self.stats.real_pass_ms, 3),

@@ -16,11 +16,13 @@ from xce.model.cluster import Queue, ResourceDef
 from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReq
+from xce.sched.fairshare import NO_RANK
 from xce.sched.usage import Use, job_use
 
 # queue, slots, requirement string, run limit (inf: none), GPUs per host, its host
-# list (`-m` patterns, () for none), exclusive (`-x`)
-BucketKey = tuple[str, int, str, float, int, tuple[str, ...], bool]
+# list (`-m` patterns, () for none), exclusive (`-x`), its user in a fairshare queue
+# ("" in any other: sched/fairshare.py)
+BucketKey = tuple[str, int, str, float, int, tuple[str, ...], bool, str]
 LimitRef = tuple[int, tuple[str, str]]  # limit index, counter key (user, queue)
 
 T = TypeVar("T")
@@ -120,8 +122,10 @@ class Bucket:
         "pieces",
         "plain",
         "queue",
+        "rank",
         "req",
         "shape",
+        "share_trace",
         "shared",
         "single",
         "smallest",
@@ -154,6 +158,11 @@ class Bucket:
         self.use: Use = job_use(per_slot, gpus)  # what a job takes of a host (usage.py)
         self.hosts = key[5]  # the jobs' own host list (-m): () for none
         self.exclusive = key[6]  # -x: only hosts running nothing, taken whole
+        # Its user's rank in a fairshare queue, this session (sched/fairshare.py; a
+        # queue without fairshare: NO_RANK, always)
+        self.rank = NO_RANK
+        # ... and the trace entry saying whose jobs come before its user's (-1: none)
+        self.share_trace = -1
         n, span_hosts, ptile = self.n, req.span_hosts, req.span_ptile
         # What decides whether a host can take a job of the bucket: slots, per-slot
         # consumables, GPUs and span (not the queue, user or select).

@@ -29,7 +29,9 @@ from xce.sched.pools import PoolRecord
 from xce.sched.realpass import Evaluator
 from xce.sched.reasons import LIMIT, RESOURCE
 from xce.sched.served import SERVED, ServedOnReal
+from xce.sched.share_order import local_until, merge_key
 from xce.sched.state import SchedulerState
+from xce.sched.supply_state import arrivals
 from xce.sched.tokens import TokenSupply, TokenUse, cover
 from xce.sched.virtual import TemplateSupply, static_verdict, virtual_of
 
@@ -123,7 +125,7 @@ class CatalogPass:
             self.templates.append(
                 TemplateSupply(
                     position, template, in_flight, allowance, virtual,
-                    state.arrivals(name, now), state.lead_time(name),
+                    arrivals(state, name, now), state.lead_time(name),
                 )
             )
         self._by_name = {supply.template.name: supply for supply in self.templates}
@@ -155,11 +157,13 @@ class CatalogPass:
         results: list[tuple[Settled, list[PendingJob], Outcome]] = []
         fresh: list[tuple[SortKey, int, Settled, int]] = []
         buckets: set[Bucket] = set()
+        fair = bool(self.state.fairshare.trees)  # (merge keys: sched/share_order.py)
         for s in settled:
             if s.failure.kind != RESOURCE:
                 results.append((s, s.members, None))
             elif s.members:
-                fresh.append((s.members[0].key, len(fresh), s, 0))
+                key = s.members[0].key
+                fresh.append((merge_key(s.bucket, key) if fair else key, len(fresh), s, 0))
                 if s.bucket in buckets:  # settled in parts (reservations, holds)
                     self.one_each = False
                 buckets.add(s.bucket)
@@ -205,12 +209,13 @@ class CatalogPass:
                 if pos == end or self.evaluated >= budget:
                     break
                 if not known:
-                    next_key = queue.next_key()
+                    next_key = local_until(s.bucket, members[pos].key, queue.next_key(), fair)
                     known = True
                 if next_key is not None and not members[pos].key < next_key:
                     break
             if pos < end:
-                queue.push(members[pos].key, seq, s, pos)
+                key = members[pos].key
+                queue.push(merge_key(s.bucket, key) if fair else key, seq, s, pos)
         return results
 
     def trace_runs(self, bucket: Bucket) -> Sequence[tuple[int, int]]:

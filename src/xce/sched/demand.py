@@ -83,11 +83,14 @@ def pend_groups(
             reason, kind = outcome.reason, outcome.kind
         else:
             reason, kind = settled.failure.reason, settled.failure.kind
+        # (a fairshare queue's: first why its user comes after another, sched/share_order.py)
+        traced = (
+            [settled.trace] if settled.bucket.share_trace < 0
+            else [settled.bucket.share_trace, settled.trace]
+        )
         if one_each:
             each.append(
-                PendGroup(
-                    reason, kind, members, [settled.trace], catalog.trace_runs(settled.bucket)
-                )
+                PendGroup(reason, kind, members, traced, catalog.trace_runs(settled.bucket))
             )
             continue
         key = (settled.bucket, reason)
@@ -95,7 +98,7 @@ def pend_groups(
         if group is None:
             # The members list is the pass's own slice: the group takes it over.
             groups[key] = PendGroup(
-                reason, kind, members, [settled.trace], catalog.trace_runs(settled.bucket)
+                reason, kind, members, traced, catalog.trace_runs(settled.bucket)
             )
             continue
         if members:

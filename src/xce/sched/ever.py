@@ -111,7 +111,7 @@ class Universe(HostIndex):
         """Why nothing here could ever run the bucket's jobs (a Failure of kind NEVER:
         its reason the pend reason, its detail what is missing), or None. Call
         `refresh` first (once per session is enough: `universe` does)."""
-        key = bucket.key[:3] + bucket.key[4:]  # (its run limit aside)
+        key = bucket.key[:3] + bucket.key[4:7]  # (its run limit and fairshare user aside)
         if key in self.verdicts:
             return self.verdicts[key]
         why = judge(self, state, bucket)

@@ -26,6 +26,7 @@ from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.plan import Plan
 from xce.sched.state import SchedulerState
+from xce.sched.supply_state import arrivals as expected_arrivals
 from xce.sched.usage import Use
 
 
@@ -145,7 +146,7 @@ class ElasticHolds:
         count = pieces if bucket.pieces else -(-rest // per_host)
         arrivals = self._arrivals.get(name)
         if arrivals is None:
-            arrivals = self._arrivals[name] = self.state.arrivals(name, self.now)
+            arrivals = self._arrivals[name] = expected_arrivals(self.state, name, self.now)
         counted = self._counted.get(name, 0)
         if counted + count <= len(arrivals):
             self._counted[name] = counted + count

@@ -39,6 +39,7 @@ def load_config(state: SchedulerState, config: ClusterConfig) -> None:
     state.config = config
     state._valid_res = set()
     state.queues = {q.name: q for q in config.queues}
+    state.fairshare.configure(config)
     _load_templates(state, config)
     state._limit_refs_cache = {}
     _clear_hosts(state, config)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from xce.model.api import QueueShares
 from xce.model.cluster import ClusterConfig, HostTemplate, Queue
 from xce.model.jobs import JobSpec
 from xce.sched.buckets import PendingJob
@@ -113,6 +114,13 @@ class SchedulerQueries(Protocol):
 
     def live_hosts(self) -> list[HostRecord]:
         """The hosts present."""
+
+    def preemption_of(self, job: int) -> int | None:
+        """The job `job` is suspended for by a preemption, if it is."""
+
+    def fairshare_table(self, queue: str | None, now: float) -> list[QueueShares]:
+        """The fairshare queues (or `queue`) as of `now`: users, shares, usage and
+        dynamic priorities (sched/fairshare.py)."""
 
     def resolve(self, spec: JobSpec) -> JobSpec:
         """A submission checked, defaults filled (SubmitError if refused); no change."""

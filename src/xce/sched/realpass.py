@@ -45,6 +45,7 @@ from xce.sched.reasons import (
 )
 from xce.sched.requested import requested_hosts, requesting_buckets
 from xce.sched.reserving import book, hold, reserve, window_words
+from xce.sched.share_order import local_until, merge_key, rank_buckets
 from xce.sched.state import SchedulerState
 from xce.sched.usage import PerSlot, Use
 
@@ -67,8 +68,12 @@ class Evaluator:
         # host eligible, no virtual host): exactly cap.open_free at that version.
         self.everywhere: list[int] | None = None
         # The hosts requested for the job being placed, taken first among equals
-        # (RealPass._requested_first); None: no such host
+        # (for_job; sched/requested.py); None: no such host
         self.requested: set[int] | None = None
+
+    def for_job(self, job_id: int) -> None:
+        """The next placements are for `job_id`: the hosts requested for it first."""
+        self.requested = requested_hosts(self.state, job_id) if self.state.requested_for else None
 
     def key_for(self, bucket: Bucket) -> HostOrder:
         found = self._keys.get(id(bucket))
@@ -306,6 +311,12 @@ class Evaluator:
         return failure
 
 
+def _key_at(bucket: Bucket, order: list[PendingJob], pos: int, fair: bool) -> SortKey:
+    """The merge key of the bucket's job at `pos` (sched/share_order.py: fairshare)."""
+    key = order[pos].key
+    return merge_key(bucket, key) if fair else key
+
+
 class RealPass:
     """Runs the real pass; collects dispatches, settled buckets, reservations and the
     trace. Blocked jobs are given their reservations and holds in sched/reserving.py."""
@@ -358,6 +369,10 @@ class RealPass:
     def run(self) -> None:
         fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
         ever = universe(self.state)  # (verdicts made when what they read changed)
+        # Fairshare queues: buckets merged by merge keys (sched/share_order.py)
+        fair = bool(self.state.fairshare.trees)
+        if fair:
+            rank_buckets(self.state, self.now, self.trace)
         for seq, bucket in enumerate(self.state.buckets.values()):
             order, start = bucket.ordered()
             if start < len(order):
@@ -365,7 +380,7 @@ class RealPass:
                 if never is not None:  # nothing could ever run them: they pend for it
                     self._never(bucket, order[start:], never)
                     continue
-                fresh.append((order[start].key, seq, (bucket, order), start))
+                fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
@@ -378,7 +393,8 @@ class RealPass:
             plan = self.plan
             if plan is not None and (plan.bookings or self._unplaced is not None):
                 # (failing buckets too)
-                pos = self._run_planned(bucket, order, pos, queue.next_key())
+                until = local_until(bucket, order[pos].key, queue.next_key(), fair)
+                pos = self._run_planned(bucket, order, pos, until)
             else:
                 cands = None
                 if not limits:
@@ -389,12 +405,13 @@ class RealPass:
                         self.evaluations += 1
                         pos = self._settle(bucket, order, pos, found)
                         if pos < len(order):
-                            queue.push(order[pos].key, seq, (bucket, order), pos)
+                            queue.push(_key_at(bucket, order, pos, fair), seq, (bucket, order), pos)
                         continue
                     cands = found
-                pos = self._run(bucket, order, pos, queue.next_key(), cands)
+                until = local_until(bucket, order[pos].key, queue.next_key(), fair)
+                pos = self._run(bucket, order, pos, until, cands)
             if pos < len(order):
-                queue.push(order[pos].key, seq, (bucket, order), pos)
+                queue.push(_key_at(bucket, order, pos, fair), seq, (bucket, order), pos)
 
     # ------------------------------------------------------------------ the plan
     def _run_planned(
@@ -406,7 +423,6 @@ class RealPass:
         an evaluation (`_failing`); each may still reserve."""
         end = len(order)
         failing = self._failing.get(id(bucket))
-        requesting = id(bucket) in self._requesting
         while pos < end:
             job = order[pos]
             if until is not None and job.key > until:
@@ -418,10 +434,8 @@ class RealPass:
                 pos = self._settle(bucket, order, pos, failing)
                 continue
             self.evaluations += 1
-            if requesting:
-                self.evaluator.requested = requested_hosts(self.state, job.id)
+            self.evaluator.for_job(job.id)
             outcome = self._evaluate_planned(bucket)
-            self.evaluator.requested = None
             if isinstance(outcome, Failure):
                 return self._settle(bucket, order, pos, outcome)
             placed, pools = outcome
@@ -506,8 +520,7 @@ class RealPass:
         scheduling order; return where the bucket continues (len(order) once it is
         settled). `cands`: quick_failure's candidates for the job at `pos`, already
         found (it is not at a limit)."""
-        requesting = id(bucket) in self._requesting
-        if bucket.single and not bucket.shared and not requesting:
+        if bucket.single and not bucket.shared and id(bucket) not in self._requesting:
             return self._run_single_hosts(bucket, order, pos, until, cands)
         evaluator = self.evaluator
         end = len(order)
@@ -525,14 +538,12 @@ class RealPass:
                 pos += 1
                 continue
             self.evaluations += 1
-            if requesting:
-                evaluator.requested = requested_hosts(self.state, job.id)
+            evaluator.for_job(job.id)
             if cands is not None:  # the first job, its candidates known
                 outcome = evaluator.place_on(bucket, cands)
                 cands = None
             else:
                 outcome = evaluator.evaluate(bucket)
-            evaluator.requested = None
             if isinstance(outcome, Failure):
                 return self._settle(bucket, order, pos, outcome)
             placed, pools = outcome

@@ -6,10 +6,12 @@ from __future__ import annotations
 from xce.model.events import (
     ConfigLoaded,
     EndedJobsRestored,
+    FairshareRestored,
     HostAdded,
     HostRemoved,
     HostStateChanged,
     JobHeld,
+    JobPreempted,
     JobStarted,
     JobSubmitted,
     PoolHistoryRestored,
@@ -28,7 +30,9 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
     tokens, headroom, allowances, pool totals).
 
     Last, the recent use history of countable pools (which decides when borrowed
-    tokens count as idle) is restored as it was.
+    tokens count as idle) and the fairshare queues' usage history of ended jobs
+    (which, with the running jobs, decides users' dynamic priorities) are restored
+    as they were.
 
     Jobs remembered as ended (for dependency conditions) come right after the
     configuration, so that every job a queued dependent names is known again when it
@@ -39,9 +43,13 @@ def state_events(state: SchedulerState) -> list[SchedulerEvent]:
         events.append(EndedJobsRestored(jobs=ended))
     events.extend(_host_events(state))
     events.extend(_running_job_events(state))
+    events.extend(_preemption_events(state))
     events.extend(_queued_job_events(state))
     events.extend(_supply_events(state))
     events.extend(_pool_history_events(state))
+    history = state.fairshare.history()
+    if history:
+        events.append(FairshareRestored(usage=history))
     return events
 
 
@@ -139,6 +147,21 @@ def _supply_events(state: SchedulerState) -> list[SchedulerEvent]:
                 lead_time=dict(state.lead_times),
             )
         )
+    return events
+
+
+def _preemption_events(state: SchedulerState) -> list[SchedulerEvent]:
+    """The preemptions under way: suspended victims (their slots released) and those
+    being requeued or killed (as requeues: the state treats both alike). When other
+    jobs were last preempted is not kept (their `preempt_delay` starts afresh)."""
+    book = state.preemptions
+    events: list[SchedulerEvent] = [
+        JobPreempted(job, by, "suspend", since) for job, (by, since) in book.suspended.items()
+    ]
+    events.extend(
+        JobPreempted(job, by, "requeue", book.last.get(job, 0.0))
+        for job, by in book.stopping.items()
+    )
     return events
 
 

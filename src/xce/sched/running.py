@@ -101,6 +101,8 @@ def start_job(
         run.shared = dict(bucket.shared)
     run.limit_refs = job.limit_refs
     state.running[job_id] = run
+    if state.fairshare.trees:
+        state.fairshare.started(job.spec.queue, job.spec.user, job_id, job.spec.n, time)
     hold_capacity(state, run, +1, time)
     if state.requested_for:
         _requests_served(state, job_id)
@@ -187,12 +189,29 @@ def finish_job(state: SchedulerState, job_id: int, time: float) -> None:
     if run is None:
         state._dequeue(job_id)
     else:
-        del state.running[job_id]
-        hold_capacity(state, run, -1, time)
-        drop_end(state, run)
+        stop_running(state, run, time)
     if state.requested_for:
         _requests_served(state, job_id)
     del state._submitted[job_id]
+    if state.preemptions.last:
+        state.preemptions.last.pop(job_id, None)
+
+
+def stop_running(state: SchedulerState, run: RunningJob, time: float) -> None:
+    """A running job stops (finished, killed or requeued): what it held is free (a
+    job suspended by a preemption released it already: sched/preempted.py)."""
+    job_id = run.spec.id
+    del state.running[job_id]
+    book = state.preemptions
+    suspended = False
+    if book.stopping or book.suspended:  # (a preemption under way ends with the job)
+        book.stopping.pop(job_id, None)
+        suspended = book.suspended.pop(job_id, None) is not None
+    if not suspended:  # (a suspended one gave up its slots and planned end already)
+        hold_capacity(state, run, -1, time)
+        drop_end(state, run)
+    if state.fairshare.trees:
+        state.fairshare.ended(run.spec.queue, run.spec.user, run.spec.id, time)
 
 
 def drop_end(state: SchedulerState, run: RunningJob) -> None:
@@ -207,7 +226,5 @@ def requeue_job(state: SchedulerState, job_id: int, time: float) -> None:
     run = state.running.get(job_id)
     if run is None:
         raise SchedulerInputError(f"job {job_id} is not running")
-    del state.running[job_id]
-    hold_capacity(state, run, -1, time)
-    drop_end(state, run)
+    stop_running(state, run, time)
     state._enqueue(run.spec, run.key, False)

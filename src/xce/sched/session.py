@@ -8,6 +8,7 @@ from collections.abc import Callable
 from xce.model.result import (
     Demand,
     PendGroup,
+    Preemption,
     SessionResult,
     SessionStats,
     TraceEntry,
@@ -16,6 +17,7 @@ from xce.sched.capacity import Capacity
 from xce.sched.catalog import CatalogPass
 from xce.sched.demand import demand, pend_groups, supply_holds
 from xce.sched.idle import idle_due, idle_supply
+from xce.sched.preemption import PreemptionPass, resumable
 from xce.sched.realpass import RealPass
 from xce.sched.reasons import HELD, HOLD
 from xce.sched.state import SchedulerState
@@ -40,8 +42,16 @@ def run_session(
     started = timer() if timer is not None else 0.0
     trace: list[TraceEntry] = []
     cap = Capacity(state)
+    # Jobs suspended by a preemption go on first where their preemptor has ended
+    resumes = resumable(state, cap) if state.preemptions.suspended else []
     real = RealPass(state, cap, trace if reasons else None, now)
     real.run()
+    settled = real.settled
+    preemptions: list[Preemption] = []
+    if any(queue.preempt for queue in state.queues.values()):
+        preempting = PreemptionPass(state, cap, real.evaluator, trace if reasons else None, now)
+        settled = preempting.run(settled)
+        preemptions = preempting.preemptions
     real_done = timer() if timer is not None else 0.0
 
     pending: list[PendGroup] = []
@@ -53,7 +63,7 @@ def run_session(
             state, cap, real.evaluator, trace if reasons else None, now, real.holds,
             real.ensure_plan,
         )
-        outcomes = catalog.run(real.settled)
+        outcomes = catalog.run(settled)
         found, evaluated = demand(catalog), catalog.evaluated
         if reasons:
             pending = pend_groups(catalog, outcomes)
@@ -91,5 +101,5 @@ def run_session(
     )
     return SessionResult(
         now, real.dispatch, pending, trace, found, idle, stats, planned, due,
-        real.backfilled, orphans,
+        real.backfilled, orphans, preemptions, resumes,
     )

@@ -12,10 +12,12 @@ from typing import Final
 
 import msgspec
 
+from xce.model.api import QueueShares
 from xce.model.cluster import ClusterConfig, HostTemplate, Queue
 from xce.model.events import (
     ConfigLoaded,
     EndedJobsRestored,
+    FairshareRestored,
     HostAdded,
     HostRemoved,
     HostStateChanged,
@@ -23,7 +25,9 @@ from xce.model.events import (
     JobHeld,
     JobKilled,
     JobModified,
+    JobPreempted,
     JobRequeued,
+    JobResumed,
     JobStarted,
     JobSubmitted,
     PoolHistoryRestored,
@@ -38,17 +42,20 @@ from xce.sched.access import check_queue_user, resolve_hosts
 from xce.sched.buckets import Bucket, BucketKey, LimitRef, PendingJob, split_rusage
 from xce.sched.errors import SchedulerInputError as SchedulerInputError  # (re-exported)
 from xce.sched.errors import SubmitError as SubmitError
+from xce.sched.fairshare import Fairshare, share_user
 from xce.sched.host_changes import add_host, gpu_column, remove_host, set_host_state
 from xce.sched.hosts import HostRecord
 from xce.sched.limits import limit_key
 from xce.sched.loading import load_config
 from xce.sched.modify import check_modified, modify_job, moved_order
 from xce.sched.pools import PoolRecord
+from xce.sched.preempted import PreemptBook, preempt, resume
 from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
 from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
+from xce.sched.share_order import fairshare_table
 from xce.sched.spec_checks import check_gpus, check_run_limit
-from xce.sched.supply_state import apply_supply
+from xce.sched.supply_state import apply_supply, arrivals
 from xce.sched.usage import NGPUS
 from xce.sched.waiting import Waits
 
@@ -110,9 +117,8 @@ class SchedulerState:
         self.buckets: dict[BucketKey, Bucket] = {}  # buckets with pending jobs
         self._bucket_cache: dict[BucketKey, Bucket] = {}  # every bucket made, for reuse
         self.running: dict[int, RunningJob] = {}
-        # (start + run limit, job, its record) of the running jobs that have a limit,
-        # sorted (ids are unique: records are never compared): the plan's change
-        # points (sched/plan.py), the record at hand for its sweep
+        # (start + run limit, job, its record) of running jobs with a limit, sorted (ids
+        # are unique): the plan's change points (sched/plan.py), the record for its sweep
         self.ends: list[tuple[float, int, RunningJob]] = []
         self.indexes: dict[object, HostIndex] = {}  # derived views kept up to date
         self.alive: dict[str, int] = {}  # template -> hosts of it present
@@ -123,9 +129,7 @@ class SchedulerState:
         # template -> when its in-flight hosts were requested, sorted (see arrivals)
         self.requested: dict[str, list[float]] = {}
         self.lead_times: dict[str, float] = {}  # template -> runtime lead-time estimate
-        # job -> indices of the hosts present that were requested for it (HostAdded's
-        # requested_for; sched/host_changes.py): the real pass gives it those first
-        self.requested_for: dict[int, list[int]] = {}
+        self.requested_for: dict[int, list[int]] = {}  # job -> its hosts (sched/requested.py)
         self.allowance: dict[str, int] = {}  # template -> runtime cap on new hosts
         self._submitted: dict[int, JobSpec] = {}  # pending, held and running specs
         self._valid_res: set[str] = set()  # requirement strings checked against config
@@ -135,6 +139,8 @@ class SchedulerState:
         # session on this state: counted by the real pass, read-only for the rest (tests,
         # the controller's GET /demand). Equal live and simulated on the same events.
         self.failure_cache_hits = 0
+        self.fairshare = Fairshare()  # fairshare queues' shares and usage (fairshare.py)
+        self.preemptions = PreemptBook()  # preemptions under way (sched/preempted.py)
         if config is not None:
             self.apply(ConfigLoaded(config=config))
 
@@ -190,6 +196,10 @@ class SchedulerState:
                 self.waits.requeued(self, job_id)
                 requeue_job(self, job_id, time)
                 self.waits.back_to_pending(job_id, time)
+            case JobPreempted():
+                preempt(self, event)
+            case JobResumed():
+                resume(self, event)
             case JobModified():
                 modify_job(self, event)  # (a running job's new limit moves the plan)
             case JobHeld(job=job_id, held=held):
@@ -207,6 +217,9 @@ class SchedulerState:
             case EndedJobsRestored():
                 self.waits.restore(event)
                 return  # what is known of ended jobs, not what fits
+            case FairshareRestored(usage=usage):
+                self.fairshare.restore(usage)
+                return  # who goes first, not what fits
             case _:
                 # Not a scheduler event (a lease, a provisioning request or instance, an
                 # expected host, a token step: the controller's records). Refused rather
@@ -271,18 +284,8 @@ class SchedulerState:
         return DEFAULT_LEAD_TIME if configured is None else configured
 
     def arrivals(self, template: str, now: float) -> list[float]:
-        """When each in-flight host of `template` is expected to join, earliest first:
-        its request time plus the lead time, one second from now when overdue; hosts
-        in flight without a known request time, now plus the lead time."""
-        count = max(0, self.in_flight.get(template, 0))
-        if not count:
-            return []
-        lead = self.lead_time(template)
-        soonest = now + 1.0
-        times = self.requested.get(template, [])
-        found = [max(soonest, t + lead) for t in times[:count]]
-        found.extend([now + lead] * (count - len(found)))
-        return found
+        """When `template`'s in-flight hosts are expected to join (supply_state.py)."""
+        return arrivals(self, template, now)
 
     def new_hosts_allowed(self, template: HostTemplate) -> int:
         """How many new hosts of `template` may be requested now: its `max` less the
@@ -373,7 +376,7 @@ class SchedulerState:
         limit = run_limit(spec, queue) if planned else None
         return (
             spec.queue, spec.n, spec.res, math.inf if limit is None else limit, spec.gpus,
-            spec.hosts, spec.exclusive,
+            spec.hosts, spec.exclusive, share_user(queue, spec.user),
         )
 
     def new_bucket(self, key: BucketKey) -> Bucket:
@@ -459,5 +462,14 @@ class SchedulerState:
         self._enqueue(job.spec, job.key, held)
 
     # ------------------------------------------------------------------ queries
+    def preemption_of(self, job: int) -> int | None:
+        """The job `job` is suspended for by a preemption, if it is."""
+        found = self.preemptions.suspended.get(job)
+        return None if found is None else found[0]
+
+    def fairshare_table(self, queue: str | None, now: float) -> list[QueueShares]:
+        """`xce fairshare` (sched/share_order.py)."""
+        return fairshare_table(self, queue, now)
+
     def live_hosts(self) -> list[HostRecord]:
         return [h for h in self.hosts if h is not None]

@@ -63,3 +63,18 @@ def keep_supply(state: SchedulerState, config: ClusterConfig) -> None:
     }
     state.requested = {n: t for n, t in state.requested.items() if n in state.in_flight}
     state.lead_times = {n: t for n, t in state.lead_times.items() if n in state.templates}
+
+
+def arrivals(state: SchedulerState, template: str, now: float) -> list[float]:
+    """When each in-flight host of `template` is expected to join, earliest first:
+    its request time plus the lead time, one second from now when overdue; hosts
+    in flight without a known request time, now plus the lead time."""
+    count = max(0, state.in_flight.get(template, 0))
+    if not count:
+        return []
+    lead = state.lead_time(template)
+    soonest = now + 1.0
+    times = state.requested.get(template, [])
+    found = [max(soonest, t + lead) for t in times[:count]]
+    found.extend([now + lead] * (count - len(found)))
+    return found

@@ -75,6 +75,8 @@ class Simulator:
         self.loop = EventLoop()
         self._core = SchedulerState()  # changed only by `apply` and sessions
         self.metrics = Metrics()
+        if any(q.preempt or q.fairshare is not None for q in config.queues):
+            self.metrics.queue_of = {}  # (the summary's preemptions and waits per queue)
         self.last_result: SessionResult | None = None
         self._session_at: float | None = None
         self._last_session = -math.inf
@@ -135,8 +137,8 @@ class Simulator:
         provisioner does after the next session). Else a session could decide nothing
         (no dispatch, no demand; idle supply falls due on its own timer), so none is
         run; the timer covers the idle host."""
-        if self._core.pending or self.supply.drained_empty():
-            self.dirty()
+        if self._core.pending or self._core.preemptions.suspended or self.supply.drained_empty():
+            self.dirty()  # (a job suspended by a preemption may go on)
         else:
             self._schedule_timer()
 
@@ -209,8 +211,12 @@ class Simulator:
         self._core_due = result.next_due
         if self.recorder is not None:
             self.recorder.session(tick, result)
+        if result.resumes:
+            self.jobs.resume(result.resumes, tick)
         if result.dispatch:
             self.jobs.start(result.dispatch, tick)
+        if result.preemptions:
+            self.jobs.preempt(result.preemptions, tick)
         if result.orphans:
             self.jobs.end_orphans(result.orphans, tick)
         if result.backfilled:

@@ -13,9 +13,17 @@ import msgspec
 
 from xce.model.api import RUN_LIMIT_REACHED
 from xce.model.cluster import Queue
-from xce.model.events import JobFinished, JobStarted, JobSubmitted
+from xce.model.events import (
+    JobFinished,
+    JobKilled,
+    JobPreempted,
+    JobRequeued,
+    JobResumed,
+    JobStarted,
+    JobSubmitted,
+)
 from xce.model.jobs import JobSpec
-from xce.model.result import Dispatch
+from xce.model.result import Dispatch, Preemption
 from xce.sched.errors import SubmitError
 from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.reasons import ORPHAN_ENDED
@@ -28,6 +36,21 @@ if TYPE_CHECKING:
 
 # A job ended at its run limit, as the live agent ends it (TERM first).
 LIMIT_SIGNAL: Final = 15
+# Knuth's multiplicative hash of a job id onto [0, 1): where `queue_mix` puts it
+HASH_MULTIPLIER: Final = 2654435761
+HASH_SPAN: Final = 1 << 32
+
+
+def queue_mix(shares: dict[str, float]) -> list[tuple[str, float]]:
+    """`simulation.queue_mix` as (queue, upper end of its part of [0, 1)), in the
+    order written."""
+    total = sum(shares.values())
+    found: list[tuple[str, float]] = []
+    upto = 0.0
+    for queue, share in shares.items():
+        upto += share / total
+        found.append((queue, upto))
+    return found
 
 
 class JobLifecycle:
@@ -52,7 +75,26 @@ class JobLifecycle:
         self._queues = {q.name for q in config.queues}
         # queues with users: (LSF USERS): their submissions are checked on arrival
         self._checks_users = any(q.users is not None for q in config.queues)
+        # With preemption: when each running job ends here, and what a suspended job
+        # has left to run
+        self._preempts = any(q.preempt for q in config.queues)
+        self._ends: dict[int, float] = {}
+        self._left: dict[int, float] = {}
+        self._mix = queue_mix(config.simulation.queue_mix)
         self._admit(workload)
+
+    def _queue_for(self, job: WorkloadJob) -> str:
+        """The queue a workload job goes to: its own if configured, else by the
+        simulation's `queue_mix`, else the first queue."""
+        if job.queue in self._queues:
+            return job.queue
+        if self._mix:
+            point = (job.id * HASH_MULTIPLIER) % HASH_SPAN / HASH_SPAN
+            for queue, upto in self._mix:
+                if point < upto:
+                    return queue
+            return self._mix[-1][0]
+        return self._first_queue
 
     def _admit(self, workload: Workload) -> None:
         """The workload's jobs that could ever run (the others are too large), as the
@@ -63,7 +105,7 @@ class JobLifecycle:
         verdicts: dict[tuple[str, int, str, int, tuple[str, ...], bool], bool] = {}
         arrivals: list[WorkloadJob] = []
         for job in workload.jobs:
-            queue = job.queue if job.queue in self._queues else self._first_queue
+            queue = self._queue_for(job)
             shape = (queue, job.procs, job.res, job.gpus, job.hosts, job.exclusive)
             fits = verdicts.get(shape)
             if fits is None:
@@ -97,10 +139,8 @@ class JobLifecycle:
 
     def _arrive(self, index: int) -> None:
         job = self._arrivals[index]
-        queue = job.queue
         spec = JobSpec(
-            id=job.id, user=job.user or "nobody",
-            queue=queue if queue in self._queues else self._first_queue,
+            id=job.id, user=job.user or "nobody", queue=self._queue_for(job),
             n=job.procs, res=job.res, submit=job.submit, run=job.run,
             run_limit=job.run_limit, gpus=job.gpus,
         )
@@ -134,6 +174,8 @@ class JobLifecycle:
         self.sim.apply(JobSubmitted(job=spec))
         self.metrics.submitted[spec.id] = spec.submit
         self.metrics.slots[spec.id] = spec.n
+        if self.metrics.queue_of is not None:
+            self.metrics.queue_of[spec.id] = spec.queue or self._first_queue
         self.sim.dirty()
 
     def start(self, dispatch: list[Dispatch], tick: float) -> None:
@@ -151,11 +193,15 @@ class JobLifecycle:
             self._starts += 1
             run_gen[job] = self._starts
             loop.at(tick + runs[job], partial(finish, job, self._starts))
+            if self._preempts:
+                self._ends[job] = tick + runs[job]
 
     def _finish(self, job: int, generation: int) -> None:
         if self._run_gen.get(job) != generation:
             return  # requeued meanwhile
         del self._run_gen[job]
+        if self._preempts:
+            self._ends.pop(job, None)
         if job in self.supply.busy:
             self.supply.busy_end(job)
         now = self.loop.now
@@ -168,6 +214,40 @@ class JobLifecycle:
             self.sim.apply(JobFinished(job=job, time=now, exit_code=self._exits.get(job, 0)))
         self.metrics.finish(job, now)
         self.sim.freed()
+
+    def preempt(self, preemptions: list[Preemption], tick: float) -> None:
+        """A session's preemptions, carried out at once: a suspended job stops its
+        clock, a requeued one starts again from the beginning when it is dispatched
+        again, a killed one ends (EXIT)."""
+        for found in preemptions:
+            job = found.job
+            self.sim.apply(JobPreempted(job=job, by=found.by, action=found.action, time=tick))
+            self.metrics.preempted(found.action)
+            self._run_gen.pop(job, None)  # (its scheduled end is stale)
+            end = self._ends.pop(job, tick)
+            if found.action == "suspend":
+                self._left[job] = end - tick
+                continue
+            if job in self.supply.busy:
+                self.supply.busy_end(job)
+            if found.action == "kill":
+                self.sim.apply(JobKilled(job=job, time=tick))
+                self.metrics.finish(job, tick)
+            else:
+                self.sim.apply(
+                    JobRequeued(job=job, time=tick, reason=f"preempted by job {found.by}")
+                )
+        self.sim.freed()
+
+    def resume(self, jobs: list[int], tick: float) -> None:
+        """Jobs suspended by a preemption go on: they end after what they had left."""
+        for job in jobs:
+            self.sim.apply(JobResumed(job=job, time=tick))
+            left = self._left.pop(job)
+            self._starts += 1
+            self._run_gen[job] = self._starts
+            self._ends[job] = tick + left
+            self.loop.at(tick + left, partial(self._finish, job, self._starts))
 
     def end_orphans(self, jobs: list[int], tick: float) -> None:
         """Pending jobs whose dependency condition can never be satisfied, ended as

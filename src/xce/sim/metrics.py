@@ -110,6 +110,14 @@ class Metrics:
         self.tokens_refused = 0.0
         self.token_seconds = 0.0
         self.series = TimeSeries()
+        # With preemption or fairshare: each job's queue, for waits per queue (None:
+        # not kept), and the preemptions carried out by action
+        self.queue_of: dict[int, str] | None = None
+        self.queue_waits: dict[str, list[float]] = {}
+        self.preemptions: dict[str, int] = {}
+
+    def preempted(self, action: str) -> None:
+        self.preemptions[action] = self.preemptions.get(action, 0) + 1
 
     def finish(self, job: int, end: float) -> None:
         start = self.started[job]
@@ -123,6 +131,8 @@ class Metrics:
         if slots >= self.wide_slots and wait > self.wide_wait_max:
             self.wide_wait_max = wait
         self.finished += 1
+        if self.queue_of is not None:
+            self.queue_waits.setdefault(self.queue_of.pop(job), []).append(wait)
 
     def summary(
         self, *, jobs: int, skipped: int, sim_seconds: float, wall_seconds: float,
@@ -178,6 +188,16 @@ class Metrics:
             summary["refused"] = len(self.refused)
         if self.orphans_ended:
             summary["orphans_ended"] = self.orphans_ended
+        if self.queue_of is not None:
+            summary["preemptions"] = dict(sorted(self.preemptions.items()))
+            summary["queues"] = {
+                queue: {
+                    "finished": len(waits),
+                    "wait_mean": sum(waits) / len(waits),
+                    "wait_max": max(waits),
+                }
+                for queue, waits in sorted(self.queue_waits.items())
+            }
         if prices:
             hours = {t: host_seconds.get(t, 0.0) / 3600 for t in templates}
             summary["cost"], summary["cost_total"] = costs(hours, prices)
