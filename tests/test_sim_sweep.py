@@ -2,8 +2,7 @@
 small YAML workload: the results' layout, every cell equal to `xce sim run` made alone,
 resuming, failed cells, and bad input refused before any cell runs.
 
-The acceptance grid on the shared traces is in test_sim_sweep_traces.py, the Ray
-engine in test_sim_sweep_ray.py.
+The acceptance grid on the shared traces is in test_sim_sweep_traces.py.
 """
 
 from __future__ import annotations
@@ -311,3 +310,24 @@ def test_killed_halfway_a_rerun_completes_the_rest(tmp_path: Path) -> None:
         assert without_timing(json.loads((out / "cells" / f"{n}.json").read_text())) == (
             without_timing(json.loads((whole / "cells" / f"{n}.json").read_text())))
     assert [without_timing(r) for r in table(out)] == [without_timing(r) for r in table(whole)]
+
+
+def test_the_ray_engine_gives_the_local_engines_results(tmp_path: Path) -> None:
+    """A local Ray (`ray.init()` without an address, started by the sweep), the same
+    grid: every cell's summary and the table equal the local pool's."""
+    import ray  # the test extra installs it: a missing Ray fails here, loudly
+
+    del ray
+    sweep = setup_sweep(tmp_path)
+    local = tmp_path / "local"
+    sweep_ok(sweep, local)
+    out = tmp_path / "ray"
+    result = subprocess.run([XCE, "sim", "sweep", str(sweep), "--out", str(out),
+                             "--engine", "ray", "--jobs", "2"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"8 cells: 8 run, 0 already done, 0 failed; {out / 'results.csv'}\n"
+    for n in range(8):
+        assert without_timing(json.loads((out / "cells" / f"{n}.json").read_text())) == (
+            without_timing(json.loads((local / "cells" / f"{n}.json").read_text())))
+    assert [without_timing(r) for r in table(out)] == [without_timing(r) for r in table(local)]
