@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +296,7 @@ def test_killed_halfway_a_rerun_completes_the_rest(tmp_path: Path) -> None:
                                start_new_session=True, stdout=subprocess.DEVNULL)
     done: list[Path] = []
     while len(done) < 2 and process.poll() is None:
+        time.sleep(0.01)
         done = list((out / "cells").glob("*.json")) if (out / "cells").is_dir() else []
     os.killpg(process.pid, 9)
     assert process.wait() == -9
@@ -331,3 +333,48 @@ def test_the_ray_engine_gives_the_local_engines_results(tmp_path: Path) -> None:
         assert without_timing(json.loads((out / "cells" / f"{n}.json").read_text())) == (
             without_timing(json.loads((local / "cells" / f"{n}.json").read_text())))
     assert [without_timing(r) for r in table(out)] == [without_timing(r) for r in table(local)]
+
+
+def test_the_report_ranks_finds_the_front_and_draws_each_axis(tmp_path: Path) -> None:
+    sweep = setup_sweep(tmp_path)
+    out, report = tmp_path / "out", tmp_path / "report"
+    output = sweep_ok(sweep, out, "--report", str(report), "--objective", "wait_p95")
+    assert output.endswith(f"wrote {report / 'index.html'}\n")
+    assert sorted(p.name for p in report.iterdir()) == [
+        "axis-1.png", "axis-2.png", "index.html", "pareto-1.png", "ranked.csv"]
+    for name in ("axis-1.png", "axis-2.png", "pareto-1.png"):
+        assert (report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with (report / "ranked.csv").open(newline="") as stream:
+        ranked = list(csv.DictReader(stream))
+    # what the report must say, worked out here from the cells' summaries
+    configs = {}
+    for row in table(out):
+        summary = json.loads((out / "cells" / f"{row['cell']}.json").read_text())
+        key = (row["catalog.idle_time"], row["policy.persistence"])
+        configs.setdefault(key, []).append(
+            (summary["wait_p95"], summary["wait_mean"], sum(summary["host_hours"].values())))
+    means = {key: tuple(sum(v[i] for v in vs) / len(vs) for i in range(3))
+             for key, vs in configs.items()}
+    order = sorted(means, key=lambda key: means[key][0])
+    front = {key for key in means if not any(
+        o[1] <= means[key][1] and o[2] <= means[key][2] and o[1:] != means[key][1:]
+        for o in means.values())}
+    assert [(r["catalog.idle_time"], r["policy.persistence"]) for r in ranked] == order
+    assert [r["rank"] for r in ranked] == ["1", "2", "3", "4"]
+    assert list(ranked[0]) == ["workload", "rank", "catalog.idle_time", "policy.persistence",
+                               "wait_p95", "wait_mean", "host_hours", "pareto", "cells"]
+    for r in ranked:
+        key = (r["catalog.idle_time"], r["policy.persistence"])
+        assert float(r["wait_p95"]) == pytest.approx(means[key][0])
+        assert float(r["host_hours"]) == pytest.approx(means[key][2])
+        assert r["pareto"] == str(int(key in front))
+    assert 1 <= len(front) < 4
+    page = (report / "index.html").read_text()
+    assert "ranked by <b>wait_p95</b>" in page and "cost: <b>host_hours</b>" in page
+    assert page.count("\u2605") == len(front)
+    result = invoke("sim", "sweep", str(sweep), "--out", str(out), "--report", str(report),
+                    "--objective", "wait_mena")
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1].startswith(
+        "Error: --objective: 'wait_mena' is not a figure of the cells' summaries (they "
+        "have: bsld_mean, finished, host_hours.cloud,")

@@ -38,8 +38,13 @@ class SweepInputError(click.ClickException):
 @click.option("--address", help="With --engine ray: the Ray cluster's address "
                                 "(default: start a local Ray).")
 @click.option("--record", is_flag=True, help="Write each cell's recording too.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False),
+              help="Then write a report of the cells done into this directory.")
+@click.option("--objective", default="wait_mean", show_default=True,
+              help="With --report: the summary figure configurations are ranked by, "
+                   "lowest first (wait_p95, bsld_mean, cost_total, ...).")
 def sweep(sweep_file: str, out: str, jobs: int | None, engine: str, address: str | None,
-          record: bool) -> None:
+          record: bool, report_dir: str | None, objective: str) -> None:
     """Simulate every cell of SWEEP.yaml (workloads x axes x seeds) into DIR:
     `results.csv` and `cells/<n>.json`. Cells done by an earlier run are skipped."""
     if address is not None and engine != "ray":
@@ -72,6 +77,8 @@ def sweep(sweep_file: str, out: str, jobs: int | None, engine: str, address: str
         error = store.error(n) or ""
         click.echo(f"cell {n} failed: {error.strip().splitlines()[-1] if error else '?'} "
                    f"(all of it in {store.error_path(n)})", err=True)
+    if report_dir is not None:
+        _report(Path(report_dir), store, spec, grid, objective)
     if failed:
         raise SystemExit(1)
 
@@ -102,6 +109,19 @@ def _inputs(sweep_file: str) -> tuple[Sweep, list[Cell], dict[str, Workload]]:
             if problem is not None:
                 raise SweepInputError(f"{spec.file}: cell {cell.n}: {problem}")
     return spec, grid, workloads
+
+
+def _report(directory: Path, store: SweepDir, spec: Sweep, grid: list[Cell],
+            objective: str) -> None:
+    from xce.sim.sweep_analysis import ObjectiveError
+    from xce.sim.sweep_report import write_sweep_report
+
+    summaries = {cell.n: found for cell in grid if (found := store.summary(cell.n))}
+    try:
+        page = write_sweep_report(directory, spec, grid, summaries, objective)
+    except ObjectiveError as err:
+        raise SweepInputError(str(err)) from None
+    click.echo(f"wrote {page}")
 
 
 def _run_ray(cells: Sequence[Cell], workloads: dict[str, Workload], records: dict[int, str],
