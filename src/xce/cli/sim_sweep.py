@@ -52,7 +52,8 @@ def sweep(sweep_file: str, out: str, jobs: int | None, engine: str, address: str
     spec, grid, workloads = _inputs(sweep_file)
     store = SweepDir(Path(out))
     todo = store.prepare(spec, grid, record)
-    records = {cell.n: str(store.record_path(cell.n)) for cell in todo} if record else {}
+    records = ({cell.n: str(store.record_path(cell.n).resolve()) for cell in todo}
+               if record else {})
     failed: list[int] = []
 
     def keep(outcome: CellOutcome) -> None:
