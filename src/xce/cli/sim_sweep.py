@@ -55,22 +55,18 @@ def sweep(sweep_file: str, out: str, jobs: int | None, engine: str, address: str
     records = ({cell.n: str(store.record_path(cell.n).resolve()) for cell in todo}
                if record else {})
     failed: list[int] = []
-
-    def keep(outcome: CellOutcome) -> None:
-        store.save(outcome)
-        if outcome.error is not None:
-            failed.append(outcome.n)
-
     workers = jobs or local_cores()
     with CellProgress(len(todo)) as advance:
-        def report(outcome: CellOutcome) -> None:
-            keep(outcome)
+        def keep(outcome: CellOutcome) -> None:
+            store.save(outcome)
+            if outcome.error is not None:
+                failed.append(outcome.n)
             advance(len(failed))
 
-        if engine == "ray":
-            _run_ray(todo, workloads, records, workers, address, report)
+        if todo and engine == "ray":
+            _run_ray(todo, workloads, records, workers, address, keep)
         elif todo:
-            run_local(todo, workloads, records, workers, report)
+            run_local(todo, workloads, records, min(workers, len(todo)), keep)
     table = store.write_table(spec, grid)
     click.echo(f"{len(grid)} cells: {len(todo) - len(failed)} run, "
                f"{len(grid) - len(todo)} already done, {len(failed)} failed; {table}")
