@@ -298,6 +298,9 @@ def test_killed_halfway_a_rerun_completes_the_rest(tmp_path: Path) -> None:
     while len(done) < 2 and process.poll() is None:
         time.sleep(0.01)
         done = list((out / "cells").glob("*.json")) if (out / "cells").is_dir() else []
+    busy = invoke("sim", "sweep", str(sweep), "--out", str(out))  # one at a time
+    assert (busy.exit_code, busy.output) == (
+        1, f"Error: {out} is in use by another `xce sim sweep`\n")
     os.killpg(process.pid, 9)
     assert process.wait() == -9
     killed = mtimes(out)

@@ -15,7 +15,7 @@ from xce.sim.sweep_cells import CellOutcome
 from xce.sim.sweep_engines import local_cores, run_local
 from xce.sim.sweep_grid import Cell, cells
 from xce.sim.sweep_spec import Sweep, load_sweep
-from xce.sim.sweep_store import SweepDir
+from xce.sim.sweep_store import SweepBusy, SweepDir
 from xce.sim.workload import Workload, WorkloadError
 
 
@@ -51,6 +51,20 @@ def sweep(sweep_file: str, out: str, jobs: int | None, engine: str, address: str
         raise click.UsageError("--address is for --engine ray")
     spec, grid, workloads = _inputs(sweep_file)
     store = SweepDir(Path(out))
+    try:
+        with store.locked():
+            failed = _run(spec, grid, workloads, store, jobs, engine, address, record)
+    except SweepBusy as err:
+        raise click.ClickException(str(err)) from None
+    if report_dir is not None:
+        _report(Path(report_dir), store, spec, grid, objective)
+    if failed:
+        raise SystemExit(1)
+
+
+def _run(spec: Sweep, grid: list[Cell], workloads: dict[str, Workload], store: SweepDir,
+         jobs: int | None, engine: str, address: str | None, record: bool) -> list[int]:
+    """Run the cells not done, write the table, say what happened; the failed cells."""
     todo = store.prepare(spec, grid, record)
     records = ({cell.n: str(store.record_path(cell.n).resolve()) for cell in todo}
                if record else {})
@@ -74,10 +88,7 @@ def sweep(sweep_file: str, out: str, jobs: int | None, engine: str, address: str
         error = store.error(n) or ""
         click.echo(f"cell {n} failed: {error.strip().splitlines()[-1] if error else '?'} "
                    f"(all of it in {store.error_path(n)})", err=True)
-    if report_dir is not None:
-        _report(Path(report_dir), store, spec, grid, objective)
-    if failed:
-        raise SystemExit(1)
+    return failed
 
 
 def _inputs(sweep_file: str) -> tuple[Sweep, list[Cell], dict[str, Workload]]:

@@ -7,7 +7,8 @@
 * `DIR/cells/<n>.json`: each cell's summary (as `xce sim run --json` prints it);
 * `DIR/cells/<n>.error`: a failed cell's error (its traceback);
 * `DIR/cells/<n>.jsonl.gz`: each cell's recording, with `--record`;
-* `DIR/sweep.json`: the manifest, each cell's inputs and their digest (`key`).
+* `DIR/sweep.json`: the manifest, each cell's inputs and their digest (`key`);
+* `DIR/.lock`: held (flock) by the sweep running there: one at a time per directory.
 
 Every file is written atomically (a temporary file renamed), so a sweep killed at any
 moment leaves each cell done or not done, never half written. A re-run runs only the
@@ -20,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,11 @@ from xce.sim.sweep_spec import Sweep
 
 MANIFEST = "sweep.json"
 RESULTS = "results.csv"
+LOCK = ".lock"
+
+
+class SweepBusy(RuntimeError):
+    """Another sweep is running in the same directory."""
 _SUFFIXES = (".json", ".error", ".jsonl.gz")
 
 
@@ -53,6 +61,18 @@ class SweepDir:
 
     def record_path(self, n: int) -> Path:
         return self.cells / f"{n}.jsonl.gz"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the directory for one sweep (SweepBusy when another holds it; the lock
+        goes with the process, however it ends)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / LOCK, "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise SweepBusy(f"{self.root} is in use by another `xce sim sweep`") from None
+            yield
 
     def prepare(self, sweep: Sweep, grid: list[Cell], record: bool) -> list[Cell]:
         """Forget the cells whose inputs changed, write the manifest, and return the
