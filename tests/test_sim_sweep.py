@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from xce.cli.main import main as cli
 from xce.sim.sweep_cells import without_timing
+from xce.tuning import release_heap
 
 # Two static 4-slot hosts and up to 4 cloud hosts whose lead time is drawn (so that
 # the seed matters); bursts of jobs that need the cloud.
@@ -88,6 +89,7 @@ def single_run(tmp_path: Path, workload: Path, seed: int, **values: Any) -> dict
     cluster.write_text(base_cluster(**values))
     result = invoke("sim", "run", str(cluster), "--workload", str(workload),
                     "--seed", str(seed), "--json")
+    release_heap()  # the run froze its objects (settle_heap): let them go
     assert result.exit_code == 0, result.output
     summary: dict[str, Any] = json.loads(result.output)
     return summary

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from xce.cli.main import main as cli
 from xce.sim.sweep_cells import without_timing
+from xce.tuning import release_heap
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 NAMES = ("KTH-SP2-1996-2.1-cln", "NASA-iPSC-1993-3.1-cln", "SDSC-SP2-1998-4.2-cln")
@@ -68,6 +69,7 @@ def alone(tmp_path: Path, trace: str, seed: int, idle_time: int,
     result = CliRunner().invoke(cli, [
         "sim", "run", str(cluster), "--workload", str(TRACES / f"{trace}.swf.gz"),
         "--first", str(FIRST), "--seed", str(seed), "--json"], catch_exceptions=False)
+    release_heap()  # the run froze its objects (settle_heap): let them go
     assert result.exit_code == 0, result.output
     summary: dict[str, Any] = json.loads(result.output)
     return summary
