@@ -807,7 +807,7 @@ def test_cli_sim_run_plan_options_change_the_cluster(tmp_path, monkeypatch):
     """`--reserve-depth N`, `--backfill` (every queue) and `--no-enforce-limits` try
     a policy without editing the cluster file: the simulator gets the cluster so
     changed (and without them, the file's)."""
-    from xce.cli import sim_cmd
+    from xce.sim import single_run
 
     seen: list[ClusterConfig] = []
 
@@ -815,7 +815,8 @@ def test_cli_sim_run_plan_options_change_the_cluster(tmp_path, monkeypatch):
         seen.append(config)
         return Simulator(config, *args, **kwargs)
 
-    monkeypatch.setattr(sim_cmd, "Simulator", watched)  # (the CLI is not compiled)
+    # (xce.sim.single_run, where `xce sim run` builds its simulator, is not compiled)
+    monkeypatch.setattr(single_run, "Simulator", watched)
     (tmp_path / "cluster.yaml").write_text(textwrap.dedent(STATIC).replace(
         "queues: [{name: normal, priority: 30}]",
         "queues: [{name: normal, priority: 30}, {name: low, priority: 10}]"))

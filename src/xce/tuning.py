@@ -23,6 +23,13 @@ def settle_heap() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def release_heap() -> None:
+    """Undo `settle_heap`'s freeze once a run is over, so that a process making many
+    runs one after the other (a sweep's worker) collects each finished run's objects
+    instead of keeping them frozen for ever."""
+    gc.unfreeze()
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Pause the cyclic collector while a batch builds many long-lived objects and

@@ -13,15 +13,14 @@ import msgspec
 from xce.config import ConfigError, load_config
 from xce.model.cluster import ClusterConfig
 from xce.model.recording import Recorder, RecordingError
-from xce.resreq import ResReqError, parse, validate
 from xce.sim.compare import Run
-from xce.sim.driver import Simulator
 from xce.sim.replay import replay as replay_recording
+from xce.sim.single_run import new_simulator, read_workload, requirement_problem, simulate
 from xce.sim.sizing import sized_cluster
-from xce.sim.workload import Workload, WorkloadError, load_workload, transform
-from xce.tuning import settle_heap
+from xce.sim.workload import Workload, WorkloadError
 
 from .sim_compare import compare, read_run, show_comparison
+from .sim_sweep import sweep
 
 if TYPE_CHECKING:
     from xce.sim.provider_kinds import ProviderKinds
@@ -33,15 +32,15 @@ def sim() -> None:
 
 
 sim.add_command(compare)
+sim.add_command(sweep)
 
 
 def _workload(path: str, start: float | None, end: float | None, first: int | None,
               load: float) -> Workload:
     try:
-        workload = load_workload(path)
+        return read_workload(path, start, end, first, load)
     except (WorkloadError, ConfigError) as err:
         raise click.ClickException(str(err)) from err
-    return transform(workload, start=start, end=end, first=first, load=load)
 
 
 def _cluster(cluster: str | None, workload: Workload, elastic: float | None) -> ClusterConfig:
@@ -109,27 +108,12 @@ def _provider_kinds(cluster: str | None, config: ClusterConfig,
         raise click.ClickException(str(err)) from err
 
 
-def _simulator(config: ClusterConfig, workload: Workload, kinds: ProviderKinds | None,
-               seed: int | None, recorder: Recorder | None = None,
-               reasons: bool = True) -> Simulator:
-    if kinds is None:
-        return Simulator(config, workload, seed=seed, recorder=recorder, reasons=reasons)
-    return Simulator(kinds.cluster, workload, seed=seed, recorder=recorder,
-                     host_providers=kinds.host_providers(), reasons=reasons)
-
-
 def _check_requirements(config: ClusterConfig, workload: Workload, path: str) -> None:
-    """Every requirement string of the workload names resources the cluster has (its
-    syntax was checked when it was read): `WORKLOAD: job 4: requirement error at
-    column 8: unknown resource 'foo'`, before anything runs."""
-    seen: set[str] = set()
-    for job in workload.jobs:
-        if job.res and job.res not in seen:
-            seen.add(job.res)
-            try:
-                validate(parse(job.res), config.resources)
-            except ResReqError as err:
-                raise click.ClickException(f"{path}: job {job.id}: {err}") from None
+    """Every requirement string of the workload names resources the cluster has,
+    before anything runs (`requirement_problem`)."""
+    problem = requirement_problem(config, workload, path)
+    if problem is not None:
+        raise click.ClickException(problem)
 
 
 providers_option = click.option(
@@ -191,8 +175,6 @@ def run(cluster: str | None, workload_path: str, start: float | None, end: float
     kinds = _provider_kinds(cluster, config, providers_path)
     _check_requirements(config, workload, workload_path)
     recorder = Recorder(record) if record else None
-    simulator = _simulator(config, workload, kinds, seed, recorder, reasons=False)
-    settle_heap()
     total = workload.jobs[-1].submit if workload.jobs else 0.0
     shown = [time.monotonic()]
 
@@ -204,11 +186,10 @@ def run(cluster: str | None, workload_path: str, start: float | None, end: float
         bar = "#" * int(done * 30)
         click.echo(f"\r[{bar:<30}] {done:4.0%} t={now:,.0f}s", err=True, nl=False)
 
-    simulator.run(progress=progress)
+    simulator = simulate(config, workload, seed=seed, kinds=kinds, recorder=recorder,
+                         progress=progress)
     if not as_json and sys.stderr.isatty():
         click.echo("", err=True)
-    if recorder is not None:
-        recorder.close()
     summary = simulator.summary()
     rows = kinds.rows() if kinds is not None else {}
     if report:
@@ -272,7 +253,7 @@ def repl(cluster: str | None, workload_path: str, start: float | None, end: floa
                            enforce_limits)
     kinds = _provider_kinds(cluster, config, providers_path)
     _check_requirements(config, workload, workload_path)
-    status = run_repl(_simulator(config, workload, kinds, seed))
+    status = run_repl(new_simulator(config, workload, kinds, seed))
     if status:
         sys.exit(status)
 

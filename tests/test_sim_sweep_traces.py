@@ -1,0 +1,120 @@
+"""The sweep's acceptance grid (issue 25) on the shared traces: 3 traces x 4 idle times x
+3 persistence values x 2 seeds = 72 cells on each trace's first 5,000 jobs, with the
+local engine. Killed halfway (a real SIGKILL of the sweep and its workers), a re-run
+completes the rest without recomputing a cell; another re-run does nothing; and every
+one of the 72 cells equals the same `xce sim run` made alone (all of them are checked),
+timing fields aside.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from xce.cli.main import main as cli
+from xce.sim.sweep_cells import without_timing
+from xce.tuning import release_heap
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+NAMES = ("KTH-SP2-1996-2.1-cln", "NASA-iPSC-1993-3.1-cln", "SDSC-SP2-1998-4.2-cln")
+IDLE_TIMES = (60, 300, 600, 1800)
+PERSISTENCES = (0, 60, 300)
+SEEDS = (1, 2)
+FIRST = 5000
+# 64 static 1-slot hosts and up to 64 cloud ones whose lead time is drawn (the seed
+# matters), as `xce sim cluster --elastic 0.5` sizes SDSC-SP2.
+CLUSTER = """\
+cluster: acceptance
+session_interval: 10
+hosts:
+  - {{name: "n[001-064]", slots: 1}}
+queues:
+  - {{name: normal, priority: 30}}
+catalog:
+  idle_time: {idle_time}
+  templates:
+    - {{name: cloud, provider: sim, slots: 1, max: 64}}
+policy:
+  persistence: {persistence}
+simulation:
+  providers:
+    sim:
+      lead_time: {{dist: exponential, mean: 120}}
+"""
+XCE = os.environ.get("XCE_TEST_CLI") or str(Path(sys.executable).with_name("xce"))
+
+
+def cell_count(out: Path) -> dict[str, int]:
+    cells = out / "cells"
+    if not cells.is_dir():
+        return {}
+    return {p.name: p.stat().st_mtime_ns for p in cells.iterdir() if p.suffix == ".json"}
+
+
+def alone(tmp_path: Path, trace: str, seed: int, idle_time: int,
+          persistence: int) -> dict[str, Any]:
+    """The cell's `xce sim run`, made alone on a cluster file written here."""
+    cluster = tmp_path / "alone.yaml"
+    cluster.write_text(CLUSTER.format(idle_time=idle_time, persistence=persistence))
+    result = CliRunner().invoke(cli, [
+        "sim", "run", str(cluster), "--workload", str(TRACES / f"{trace}.swf.gz"),
+        "--first", str(FIRST), "--seed", str(seed), "--json"], catch_exceptions=False)
+    release_heap()  # the run froze its objects (settle_heap): let them go
+    assert result.exit_code == 0, result.output
+    summary: dict[str, Any] = json.loads(result.output)
+    return summary
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason="no shared traces beside the repository")
+def test_acceptance_grid_killed_resumed_and_equal_to_single_runs(tmp_path: Path) -> None:
+    (tmp_path / "cluster.yaml").write_text(CLUSTER.format(idle_time=600, persistence=60))
+    workloads = "".join(f"  - {TRACES / name}.swf.gz\n" for name in NAMES)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"base: cluster.yaml\nworkloads:\n{workloads}first: {FIRST}\naxes:\n"
+                     f"  catalog.idle_time: {list(IDLE_TIMES)}\n"
+                     f"  policy.persistence: {list(PERSISTENCES)}\nseeds: {list(SEEDS)}\n")
+    out = tmp_path / "out"
+    command = [XCE, "sim", "sweep", str(sweep), "--out", str(out), "--jobs", "2"]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL)
+    while len(cell_count(out)) < 10 and process.poll() is None:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL
+    killed = cell_count(out)
+    assert 10 <= len(killed) < 72
+    assert not (out / "results.csv").exists()
+
+    resumed = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout == (f"72 cells: {72 - len(killed)} run, {len(killed)} already "
+                              f"done, 0 failed; {out / 'results.csv'}\n")
+    finished = cell_count(out)
+    assert len(finished) == 72
+    assert {name: finished[name] for name in killed} == killed  # none recomputed
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.stdout.startswith("72 cells: 0 run, 72 already done, 0 failed;")
+    assert cell_count(out) == finished
+
+    with (out / "results.csv").open(newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    expected = [(f"{TRACES / name}.swf.gz", seed, idle, persistence)
+                for name in NAMES for idle in IDLE_TIMES for persistence in PERSISTENCES
+                for seed in SEEDS]
+    assert [(r["workload"], int(r["seed"]), int(r["catalog.idle_time"]),
+             int(r["policy.persistence"])) for r in rows] == expected
+    for n, (workload, seed, idle, persistence) in enumerate(expected):
+        cell = json.loads((out / "cells" / f"{n}.json").read_text())
+        single = alone(tmp_path, Path(workload).name.removesuffix(".swf.gz"), seed, idle,
+                       persistence)
+        assert without_timing(cell) == without_timing(single), n
+    assert len({r["wait_mean"] for r in rows}) > 36  # the axes and seeds matter
