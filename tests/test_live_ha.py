@@ -113,9 +113,13 @@ def test_status_takeover_and_metrics(tmp_path: Path, postgres: PrivatePostgres) 
         standby = cluster.start_controller(extra=extra, key="b")
         for i in range(5):
             cluster.ok("POST", "/jobs", {"command": ["true"], "name": f"j{i}", "hold": True})
-        shown = wait_for(lambda: (lambda out: out if "standby  0     " in out else None)(
-            cluster.run("controller", "status", "--store", store).stdout), 10,
-            "the standby to have applied every fact")
+        def caught_up() -> str | None:
+            out: str = cluster.run("controller", "status", "--store", store).stdout
+            rows = {line.split()[0]: line.split()[1:5]
+                    for line in out.splitlines()[2:] if line.strip()}
+            return out if rows.get(standby, ["", "", "", ""])[3] == "0" else None
+
+        shown = wait_for(caught_up, 10, "the standby to have applied every fact")
         lines = shown.splitlines()
         assert lines[0].startswith(f"leader: {first} (term 1, since ")
         last = int(lines[0].rsplit(" ", 1)[1])

@@ -38,6 +38,7 @@ from xce.model.events import (
     EndedJobsRestored,
     Event,
     ExpectedHostEnded,
+    FairshareRestored,
     HostAdded,
     HostExpected,
     HostRemoved,
@@ -49,7 +50,9 @@ from xce.model.events import (
     JobHeld,
     JobKilled,
     JobModified,
+    JobPreempted,
     JobRequeued,
+    JobResumed,
     JobStarted,
     JobSubmitted,
     JobSuspended,
@@ -59,6 +62,7 @@ from xce.model.events import (
     RequestChanged,
     RequestRecorded,
     SharedTotalChanged,
+    ShareUsage,
     SupplyChanged,
     TokensChanged,
 )
@@ -130,6 +134,10 @@ def one_of_each(config: ClusterConfig) -> list[Event]:
         JobModified(job=7, spec=JobSpec(id=7, user="alice", queue="normal", n=2, submit=1.5,
                                         order=0.5, hosts=("n01",), exclusive=True),
                     time=2.5, change="-n 2"),
+        JobPreempted(job=8, by=7, action="suspend", time=3.6),
+        JobResumed(job=8, time=3.7),
+        FairshareRestored(usage=[ShareUsage(queue="normal", user="alice", hist=1.25,
+                                            as_of=3.0)]),
     ]
 
 
