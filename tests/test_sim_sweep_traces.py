@@ -15,15 +15,13 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from xce.cli.main import main as cli
 from xce.sim.sweep_cells import without_timing
-from xce.tuning import release_heap
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 NAMES = ("KTH-SP2-1996-2.1-cln", "NASA-iPSC-1993-3.1-cln", "SDSC-SP2-1998-4.2-cln")
@@ -61,17 +59,17 @@ def cell_count(out: Path) -> dict[str, int]:
     return {p.name: p.stat().st_mtime_ns for p in cells.iterdir() if p.suffix == ".json"}
 
 
-def alone(tmp_path: Path, trace: str, seed: int, idle_time: int,
+def alone(tmp_path: Path, n: int, workload: str, seed: int, idle_time: int,
           persistence: int) -> dict[str, Any]:
-    """The cell's `xce sim run`, made alone on a cluster file written here."""
-    cluster = tmp_path / "alone.yaml"
+    """Cell `n`'s `xce sim run`, made alone (a process of its own) on a cluster file
+    written here."""
+    cluster = tmp_path / f"alone-{n}.yaml"
     cluster.write_text(CLUSTER.format(idle_time=idle_time, persistence=persistence))
-    result = CliRunner().invoke(cli, [
-        "sim", "run", str(cluster), "--workload", str(TRACES / f"{trace}.swf.gz"),
-        "--first", str(FIRST), "--seed", str(seed), "--json"], catch_exceptions=False)
-    release_heap()  # the run froze its objects (settle_heap): let them go
-    assert result.exit_code == 0, result.output
-    summary: dict[str, Any] = json.loads(result.output)
+    done = subprocess.run(
+        [XCE, "sim", "run", str(cluster), "--workload", workload, "--first", str(FIRST),
+         "--seed", str(seed), "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary: dict[str, Any] = json.loads(done.stdout)
     return summary
 
 
@@ -112,9 +110,10 @@ def test_acceptance_grid_killed_resumed_and_equal_to_single_runs(tmp_path: Path)
                 for seed in SEEDS]
     assert [(r["workload"], int(r["seed"]), int(r["catalog.idle_time"]),
              int(r["policy.persistence"])) for r in rows] == expected
-    for n, (workload, seed, idle, persistence) in enumerate(expected):
+    with ThreadPoolExecutor(2) as pool:  # (two single runs at a time: two cores)
+        singles = list(pool.map(lambda item: alone(tmp_path, item[0], *item[1]),
+                                enumerate(expected)))
+    for n, single in enumerate(singles):
         cell = json.loads((out / "cells" / f"{n}.json").read_text())
-        single = alone(tmp_path, Path(workload).name.removesuffix(".swf.gz"), seed, idle,
-                       persistence)
         assert without_timing(cell) == without_timing(single), n
     assert len({r["wait_mean"] for r in rows}) > 36  # the axes and seeds matter
