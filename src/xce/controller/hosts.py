@@ -48,6 +48,7 @@ from xce.model.events import (
 from xce.model.lifecycle import HOST_LIFE, HostState, TransitionError, host_change
 from xce.sched.loss import lost_job
 from xce.sched.queries import SchedulerQueries
+from xce.sched.requested import jobs_served
 
 log = logging.getLogger("xce.controller")
 
@@ -163,8 +164,7 @@ class HostDesk:
                                       f"template {template.name} ({template.resources[res]})")
         resources = {**request.resources, **template.resources}
         record = self.facts.records.requests.get(expected.request)
-        # the jobs it was requested for: the request's first `count` (sched/requested.py)
-        jobs = tuple(record.jobs[:record.count]) if record is not None else ()
+        jobs = jobs_served(record.jobs, record.count) if record is not None else ()
         return [
             HostAdded(expected.name, template.slots, template.type, template.model, resources,
                       template.name, HostState.OK, now, provider=expected.provider,

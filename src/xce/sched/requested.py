@@ -12,7 +12,16 @@ changes where a job goes, never whether it fits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xce.sched.state import SchedulerState
+
+
+def jobs_served(jobs: Sequence[int], count: int) -> tuple[int, ...]:
+    """The jobs the hosts of a request of `count` are for (`HostAdded.requested_for`):
+    the first `count` of its demand's jobs, in scheduling order (each job takes at
+    least one host). The live controller and the simulator both ask this."""
+    return tuple(jobs[:count])
 
 
 def requesting_buckets(state: SchedulerState) -> set[int]:

@@ -36,6 +36,7 @@ from xce.policy import (
     SetAllowance,
 )
 from xce.policy.actions import CancelHosts
+from xce.sched.requested import jobs_served
 from xce.sim.loop import TIMER
 from xce.sim.providers import HostProvider, TokenPool
 
@@ -278,8 +279,8 @@ class Supply:
 
     def _request_hosts(self, name: str, count: int, jobs: tuple[int, ...]) -> None:
         """Ask the template's provider for `count` hosts for `jobs` (the demand's, in
-        scheduling order: the first `count` of them are the most its hosts serve)."""
-        jobs = jobs[:count]
+        scheduling order: sched/requested.py's jobs_served says which its hosts are for)."""
+        jobs = jobs_served(jobs, count)
         provider = self.template_providers[name]
         metrics = self.metrics
         metrics.requests += 1
