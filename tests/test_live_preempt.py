@@ -101,8 +101,8 @@ def test_a_controller_restarted_mid_preemption_loses_nothing(cluster: LiveCluste
     job, pid = victim(cluster, cluster.root / "restart.pids")
     flag = cluster.root / "restart.end"
     urgent = submit(cluster, "-q", "urgent", "--", *until(flag))
-    cluster.wait_state(urgent, "RUN")
-    assert state_of(pid) == "T"
+    cluster.wait_state(urgent, "RUN")  # (the controller's word: the agent may not yet know)
+    wait_for(lambda: state_of(pid) == "T", 10, "the victim's process to be stopped")
     listen = cluster.url.removeprefix("http://")  # (the same address: the agent's)
     cluster.stop_controller()  # (SIGKILL) while the victim is suspended for urgent
     cluster.start_controller(listen=listen)

@@ -240,13 +240,14 @@ class Agent:
         # (it waits for them to be freed: JobStore.start).
         for job in reply.kill:
             self.store.kill(job)
+        # Stopped while listed (xce stop, a suspended preemption victim), continued once
+        # not (an older controller lists none); stops before starts: a preemptor starts
+        # in the slot of a victim stopped in this reply.
+        hold_stopped(self.store, set(reply.suspended))
         for launch in reply.start:
             self.store.start(launch)
         for job, limit in reply.limits.items():  # (xce modify -W on a running job)
             self.store.set_limit(job, limit)
-        # Stopped while listed (xce stop), continued once not (an older controller
-        # lists none).
-        hold_stopped(self.store, set(reply.suspended))
         if reply.peek:  # someone waits for it (`xce peek`): sent at once
             self._outputs = self._read_outputs(reply.peek)
             self._wake.set()
