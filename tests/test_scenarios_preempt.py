@@ -213,17 +213,46 @@ def test_by_default_a_job_a_template_can_host_buys_and_preempts_nothing():
     ]
 
 
-def test_preempt_before_burst_preempts_and_demands_nothing_for_the_job():
+def test_preempt_before_burst_preempts_and_demands_only_for_the_requeued_victim():
     s = run_scenario(ELASTIC.format(before="preempt_before_burst: true"))
     assert preemptions(s.json) == [(1, 10, "requeue")]
-    assert s.demand["hosts"] == [], "demand never counts a job preemption serves"
+    # Nothing for job 10, which preemption serves; one host for job 1, requeued for it,
+    # in this very session (not in the one after its requeue)
+    assert s.demand["hosts"] == [
+        {"template": "aws.c5", "count": 1, "in_flight_used": 0, "jobs": [1]}
+    ], "demand never counts a job preemption serves; its victim's own demand is there"
+    assert 1 not in s.reasons, "the victim still runs: it has no pend reason yet"
 
 
 def test_without_a_template_that_fits_preemption_is_the_fallback():
     text = ELASTIC.format(before="").replace("slots: 2, max: 5", "slots: 1, max: 5")
     s = run_scenario(text.replace("n: 2, submit: 900", "n: 2, res: \"span[hosts=1]\", submit: 900"))
     assert preemptions(s.json) == [(1, 10, "requeue")]
-    assert s.demand["hosts"] == []
+    # Job 10 (span[hosts=1]) fits no 1-slot host; its victim (2 slots, any hosts) fits two
+    assert s.demand["hosts"] == [
+        {"template": "aws.c5", "count": 2, "in_flight_used": 0, "jobs": [1]}
+    ]
+
+
+@pytest.mark.parametrize(("action", "jobs"), [("requeue", [1]), ("kill", []), ("suspend", [])])
+def test_a_victim_being_stopped_keeps_its_own_demand_until_it_pends(action, jobs):
+    """The session after the preemption, while the victim stops: a requeued one's demand
+    is still there (it does not come and go), a killed or suspended one has none."""
+    state, now = state_of(ELASTIC.format(before="preempt_before_burst: true").replace(
+        "preempt: [low]", f"preempt: [low], preempt_action: {action}"))
+    first = run_session(state, now)
+    assert [(p.job, p.by, p.action) for p in first.preemptions] == [(1, 10, action)]
+    state.apply(JobPreempted(job=1, by=10, action=action, time=now))
+    after = run_session(state, now + 1)
+    assert [job for d in after.demand.hosts for job in d.jobs] == jobs
+    assert after.reason_of(1) is None
+    if action != "requeue":
+        return
+    state.apply(JobRequeued(job=1, time=now + 2))
+    pending = run_session(state, now + 3)
+    assert [(d.template, d.count, d.jobs) for d in pending.demand.hosts] == [
+        ("aws.c5", 1, [1])
+    ], "the same demand once it pends"
 
 
 # ------------------------------------------------------------- bad input
@@ -323,7 +352,7 @@ def test_a_rebuilt_state_keeps_the_preemptions_under_way():
     rebuilt = SchedulerState()
     rebuilt.apply_all(state_events(state))
     assert rebuilt.preemptions.suspended == {2: (10, now)}
-    assert rebuilt.preemptions.stopping == {1: 11}
+    assert rebuilt.preemptions.stopping == {1: (11, "kill")}
     assert rebuilt.free_slots == state.free_slots
     one, other = run_session(state, now + 1), run_session(rebuilt, now + 1)
     assert [(d.job, d.hosts) for d in one.dispatch] == [(d.job, d.hosts) for d in other.dispatch]

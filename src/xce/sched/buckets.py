@@ -147,7 +147,7 @@ class Bucket:
         self.queue = queue
         self.req = req
         self.n = key[1]
-        # Its jobs' run limit (inf: none, or no plan: see SchedulerState._bucket_for),
+        # Its jobs' run limit (inf: none, or no plan: see SchedulerState.bucket_key),
         # and how long a job of it must find capacity free to start now: its limit in
         # a queue that backfills, forever otherwise (ARCHITECTURE.md section 2a).
         self.limit = key[3]

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from xce.sched.state import SchedulerState
 
 SUSPEND = "suspend"
+REQUEUE = "requeue"
 
 
 class PreemptBook:
@@ -29,7 +30,8 @@ class PreemptBook:
 
     def __init__(self) -> None:
         self.last: dict[int, float] = {}  # job -> when it was last preempted
-        self.stopping: dict[int, int] = {}  # victim being requeued or killed -> preemptor
+        # victim being requeued or killed -> (preemptor, action)
+        self.stopping: dict[int, tuple[int, str]] = {}
         self.suspended: dict[int, tuple[int, float]] = {}  # victim -> (preemptor, since)
 
     def busy(self, job: int) -> bool:
@@ -38,7 +40,13 @@ class PreemptBook:
 
     def waited_for(self, preemptor: int) -> list[int]:
         """The victims being requeued or killed for `preemptor`, in id order."""
-        return sorted(v for v, by in self.stopping.items() if by == preemptor)
+        return sorted(v for v, (by, _action) in self.stopping.items() if by == preemptor)
+
+    def requeuing(self) -> list[tuple[int, int]]:
+        """The victims being requeued, with their preemptors, in id order."""
+        return sorted(
+            (victim, by) for victim, (by, action) in self.stopping.items() if action == REQUEUE
+        )
 
 
 def preempt(state: SchedulerState, event: JobPreempted) -> None:
@@ -52,7 +60,7 @@ def preempt(state: SchedulerState, event: JobPreempted) -> None:
         hold_capacity(state, run, -1, event.time)
         drop_end(state, run)
     else:
-        book.stopping[event.job] = event.by
+        book.stopping[event.job] = (event.by, event.action)
 
 
 def resume(state: SchedulerState, event: JobResumed) -> None:

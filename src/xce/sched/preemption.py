@@ -21,6 +21,7 @@ from xce.sched.capacity import Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.failure import Failure, Settled
 from xce.sched.hosts import OPEN_STATE
+from xce.sched.preempted import REQUEUE
 from xce.sched.realpass import Evaluator, Placement
 from xce.sched.reasons import RESOURCE
 from xce.sched.running import RunningJob
@@ -220,6 +221,27 @@ class PreemptionPass:
 
 def _ids(jobs: list[int]) -> str:
     return " ".join(str(job) for job in jobs)
+
+
+def requeued_victims(
+    state: SchedulerState, evaluator: Evaluator, preemptions: list[Preemption]
+) -> list[Settled]:
+    """The victims being requeued (chosen this session or before and not stopped yet),
+    each settled alone as pending on the slots it gives up: the catalog pass then
+    finds their own demand in this session, not in the one after their requeue (and
+    the demand does not come and go while they stop). They are running still: no pend
+    group is made of them (session.py)."""
+    victims = state.preemptions.requeuing()
+    victims.extend((p.job, p.by) for p in preemptions if p.action == REQUEUE)
+    found: list[Settled] = []
+    for victim, by in victims:
+        run = state.running[victim]
+        bucket = state.bucket_of(run.spec)
+        evaluator.candidates(bucket)  # (its eligible hosts: the plan reads them)
+        job = PendingJob(run.spec, run.key, bucket, run.limit_refs)
+        failure = Failure(RESOURCE, "slots", f"Preempted by job {by} (requeue)")
+        found.append(Settled(bucket, [job], failure, -1))
+    return found
 
 
 def resumable(state: SchedulerState, cap: Capacity) -> list[int]:

@@ -152,15 +152,15 @@ def _supply_events(state: SchedulerState) -> list[SchedulerEvent]:
 
 def _preemption_events(state: SchedulerState) -> list[SchedulerEvent]:
     """The preemptions under way: suspended victims (their slots released) and those
-    being requeued or killed (as requeues: the state treats both alike). When other
-    jobs were last preempted is not kept (their `preempt_delay` starts afresh)."""
+    being requeued or killed. When other jobs were last preempted is not kept (their
+    `preempt_delay` starts afresh)."""
     book = state.preemptions
     events: list[SchedulerEvent] = [
         JobPreempted(job, by, "suspend", since) for job, (by, since) in book.suspended.items()
     ]
     events.extend(
-        JobPreempted(job, by, "requeue", book.last.get(job, 0.0))
-        for job, by in book.stopping.items()
+        JobPreempted(job, by, action, book.last.get(job, 0.0))
+        for job, (by, action) in book.stopping.items()
     )
     return events
 

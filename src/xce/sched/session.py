@@ -16,8 +16,9 @@ from xce.model.result import (
 from xce.sched.capacity import Capacity
 from xce.sched.catalog import CatalogPass
 from xce.sched.demand import demand, pend_groups, supply_holds
+from xce.sched.failure import Settled
 from xce.sched.idle import idle_due, idle_supply
-from xce.sched.preemption import PreemptionPass, resumable
+from xce.sched.preemption import PreemptionPass, requeued_victims, resumable
 from xce.sched.realpass import RealPass
 from xce.sched.reasons import HELD, HOLD
 from xce.sched.state import SchedulerState
@@ -48,10 +49,12 @@ def run_session(
     real.run()
     settled = real.settled
     preemptions: list[Preemption] = []
+    victims: list[Settled] = []  # being requeued: their demand, no pend group
     if any(queue.preempt for queue in state.queues.values()):
         preempting = PreemptionPass(state, cap, real.evaluator, trace if reasons else None, now)
         settled = preempting.run(settled)
         preemptions = preempting.preemptions
+        victims = requeued_victims(state, real.evaluator, preemptions)
     real_done = timer() if timer is not None else 0.0
 
     pending: list[PendGroup] = []
@@ -63,10 +66,12 @@ def run_session(
             state, cap, real.evaluator, trace if reasons else None, now, real.holds,
             real.ensure_plan,
         )
-        outcomes = catalog.run(settled)
+        outcomes = catalog.run(settled + victims if victims else settled)
         found, evaluated = demand(catalog), catalog.evaluated
         if reasons:
-            pending = pend_groups(catalog, outcomes)
+            pending = pend_groups(
+                catalog, [o for o in outcomes if o[0] not in victims] if victims else outcomes
+            )
             planned.extend(supply_holds(catalog, outcomes))
     catalog_done = timer() if timer is not None else 0.0
 

@@ -380,24 +380,20 @@ class SchedulerState:
         )
 
     def new_bucket(self, key: BucketKey) -> Bucket:
-        """A bucket for `key`, in no index (`_bucket_for` keeps it; admission reads it)."""
+        """A bucket for `key`, in no index (`bucket_of` keeps it; admission reads it)."""
         req = parse(key[2])
         per_slot, shared = split_rusage(req, self.config.resources)
         return Bucket(key, self.queues[key[0]], req, per_slot, shared, key[4])
 
-    def _bucket_for(self, spec: JobSpec) -> Bucket:
+    def bucket_of(self, spec: JobSpec) -> Bucket:
+        """The bucket of a (resolved) job: its pending twins', or one kept aside (a
+        job that is not pending: in no index until a job of it pends)."""
         key = self.bucket_key(spec)
-        bucket = self.buckets.get(key)
-        if bucket is None:
-            bucket = self._bucket_cache.get(key)
-            if bucket is not None:  # emptied before: the same requirements again
-                self.buckets[key] = bucket
-                return bucket
+        bucket = self.buckets.get(key) or self._bucket_cache.get(key)
+        if bucket is None:  # (else: pending twins, or emptied before)
             if spec.gpus and NGPUS not in self.free_res:
                 gpu_column(self)  # (a cluster without GPUs: the job pends for them)
-            bucket = self.new_bucket(key)
-            self.buckets[key] = bucket
-            self._bucket_cache[key] = bucket
+            bucket = self._bucket_cache[key] = self.new_bucket(key)
         return bucket
 
     def limit_refs(self, user: str, queue: str) -> tuple[LimitRef, ...]:
@@ -430,7 +426,8 @@ class SchedulerState:
 
     def _queue(self, job: PendingJob) -> None:
         """A pending job into its bucket: the scheduler considers it from now on."""
-        bucket = self._bucket_for(job.spec)
+        bucket = self.bucket_of(job.spec)
+        self.buckets[bucket.key] = bucket
         job.bucket = bucket
         bucket.add(job)
         self.pending[job.id] = job
