@@ -102,3 +102,22 @@ def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return str(tmp_path / "xce.db")
     server: PrivatePostgres = request.getfixturevalue("postgres")
     return server.new_database()
+
+
+# The longest test files, longest first (CI durations): pytest-xdist gives each worker
+# one file at a time in collection order (`--dist loadfile`), so these start first and
+# the run does not end with one worker left on a long file.
+LONGEST_FILES = (
+    "test_sim_sweep_traces.py",
+    "test_live_elastic.py",
+    "test_live_arrays_depend.py",
+    "test_live_job_control.py",
+    "test_live_provisioner.py",
+    "test_live_cancel.py",
+    "test_live_ha.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: at for at, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # (stable)
