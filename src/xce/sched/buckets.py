@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from heapq import heappop, heappush
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from xce.model.cluster import Queue, ResourceDef
 from xce.model.jobs import JobSpec
@@ -18,6 +18,9 @@ from xce.model.result import SortKey
 from xce.resreq import ResReq
 from xce.sched.fairshare import NO_RANK
 from xce.sched.usage import Use, job_use
+
+if TYPE_CHECKING:
+    from xce.sched.failure import Failure
 
 # queue, slots, requirement string, run limit (inf: none), GPUs per host, its host
 # list (`-m` patterns, () for none), exclusive (`-x`), its user in a fairshare queue
@@ -109,6 +112,7 @@ class Bucket:
         "_sorted",
         "_start",
         "eligible",
+        "ever",
         "exclusive",
         "failure",
         "fits",
@@ -194,6 +198,8 @@ class Bucket:
         # Its eligible hosts (eligibility.Eligible, kept up to date by the state), once
         # looked up: also fixed for the bucket's life.
         self.eligible: object | None = None
+        # Its verdict of sched/ever.py with the verdicts it was read from (None: none)
+        self.ever: tuple[object, Failure | None] | None = None
         self.members: dict[int, PendingJob] = {}
         self._order: list[PendingJob] = []
         self._start = 0  # entries before it have left the bucket

@@ -82,10 +82,11 @@ class Universe(HostIndex):
 
     def refresh(self, state: SchedulerState) -> None:
         """Forget the verdicts if what they were made on changed (O(templates + pools))."""
+        ranked, pools = state.ranked, state.pools  # (none: nothing to build, each session)
         signature = (
             self.version,
-            tuple(usable(state, t) for t in state.ranked),
-            tuple(ceiling(p) for pools in state.pools.values() for p in pools),
+            tuple(usable(state, t) for t in ranked) if ranked else (),
+            tuple(ceiling(p) for each in pools.values() for p in each) if pools else (),
         )
         if signature != self.signature:
             self.signature = signature
@@ -111,12 +112,20 @@ class Universe(HostIndex):
         """Why nothing here could ever run the bucket's jobs (a Failure of kind NEVER:
         its reason the pend reason, its detail what is missing), or None. Call
         `refresh` first (once per session is enough: `universe` does)."""
+        verdicts = self.verdicts
+        kept = bucket.ever  # (hot in simulations: asked of every bucket every session)
+        if kept is not None and kept[0] is verdicts:  # (a new dict when they are forgotten)
+            return kept[1]
         key = bucket.key[:3] + bucket.key[4:7]  # (its run limit and fairshare user aside)
-        if key in self.verdicts:
-            return self.verdicts[key]
-        why = judge(self, state, bucket)
-        failure = None if why is None else Failure(NEVER, "never", f"{NEVER_RUNS}: {why}", why)
-        self.verdicts[key] = failure
+        if key in verdicts:
+            failure = verdicts[key]
+        else:
+            why = judge(self, state, bucket)
+            failure = (
+                None if why is None else Failure(NEVER, "never", f"{NEVER_RUNS}: {why}", why)
+            )
+            verdicts[key] = failure
+        bucket.ever = (verdicts, failure)
         return failure
 
 

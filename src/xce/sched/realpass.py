@@ -311,12 +311,6 @@ class Evaluator:
         return failure
 
 
-def _key_at(bucket: Bucket, order: list[PendingJob], pos: int, fair: bool) -> SortKey:
-    """The merge key of the bucket's job at `pos` (sched/share_order.py: fairshare)."""
-    key = order[pos].key
-    return merge_key(bucket, key) if fair else key
-
-
 class RealPass:
     """Runs the real pass; collects dispatches, settled buckets, reservations and the
     trace. Blocked jobs are given their reservations and holds in sched/reserving.py."""
@@ -380,7 +374,8 @@ class RealPass:
                 if never is not None:  # nothing could ever run them: they pend for it
                     self._never(bucket, order[start:], never)
                     continue
-                fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
+                key = order[start].key  # (a merge key in fairshare: sched/share_order.py)
+                fresh.append((merge_key(bucket, key) if fair else key, seq, (bucket, order), start))
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
@@ -393,7 +388,10 @@ class RealPass:
             plan = self.plan
             if plan is not None and (plan.bookings or self._unplaced is not None):
                 # (failing buckets too)
-                until = local_until(bucket, order[pos].key, queue.next_key(), fair)
+                until = (
+                    local_until(bucket, order[pos].key, queue.next_key()) if fair
+                    else queue.next_key()
+                )
                 pos = self._run_planned(bucket, order, pos, until)
             else:
                 cands = None
@@ -405,13 +403,20 @@ class RealPass:
                         self.evaluations += 1
                         pos = self._settle(bucket, order, pos, found)
                         if pos < len(order):
-                            queue.push(_key_at(bucket, order, pos, fair), seq, (bucket, order), pos)
+                            key = order[pos].key
+                            queue.push(
+                                merge_key(bucket, key) if fair else key, seq, (bucket, order), pos
+                            )
                         continue
                     cands = found
-                until = local_until(bucket, order[pos].key, queue.next_key(), fair)
+                until = (
+                    local_until(bucket, order[pos].key, queue.next_key()) if fair
+                    else queue.next_key()
+                )
                 pos = self._run(bucket, order, pos, until, cands)
             if pos < len(order):
-                queue.push(_key_at(bucket, order, pos, fair), seq, (bucket, order), pos)
+                key = order[pos].key
+                queue.push(merge_key(bucket, key) if fair else key, seq, (bucket, order), pos)
 
     # ------------------------------------------------------------------ the plan
     def _run_planned(
