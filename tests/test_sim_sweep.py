@@ -319,27 +319,6 @@ def test_killed_halfway_a_rerun_completes_the_rest(tmp_path: Path) -> None:
     assert [without_timing(r) for r in table(out)] == [without_timing(r) for r in table(whole)]
 
 
-def test_the_ray_engine_gives_the_local_engines_results(tmp_path: Path) -> None:
-    """A local Ray (`ray.init()` without an address, started by the sweep), the same
-    grid: every cell's summary and the table equal the local pool's."""
-    import ray  # the test extra installs it: a missing Ray fails here, loudly
-
-    del ray
-    sweep = setup_sweep(tmp_path)
-    local = tmp_path / "local"
-    sweep_ok(sweep, local)
-    out = tmp_path / "ray"
-    result = subprocess.run([XCE, "sim", "sweep", str(sweep), "--out", str(out),
-                             "--engine", "ray", "--jobs", "2"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == f"8 cells: 8 run, 0 already done, 0 failed; {out / 'results.csv'}\n"
-    for n in range(8):
-        assert without_timing(json.loads((out / "cells" / f"{n}.json").read_text())) == (
-            without_timing(json.loads((local / "cells" / f"{n}.json").read_text())))
-    assert [without_timing(r) for r in table(out)] == [without_timing(r) for r in table(local)]
-
-
 def test_the_report_ranks_finds_the_front_and_draws_each_axis(tmp_path: Path) -> None:
     sweep = setup_sweep(tmp_path)
     out, report = tmp_path / "out", tmp_path / "report"

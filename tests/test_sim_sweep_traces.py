@@ -1,9 +1,10 @@
 """The sweep's acceptance grid (issue 25) on the shared traces: 3 traces x 4 idle times x
 3 persistence values x 2 seeds = 72 cells on each trace's first 5,000 jobs, with the
 local engine. Killed halfway (a real SIGKILL of the sweep and its workers), a re-run
-completes the rest without recomputing a cell; another re-run does nothing; and every
-one of the 72 cells equals the same `xce sim run` made alone (all of them are checked),
-timing fields aside.
+completes the rest without recomputing a cell; another re-run does nothing; every one
+of the 72 cells equals the same `xce sim run` made alone (all of them are checked),
+timing fields aside; and the Ray engine (a local `ray.init()`, Ray from the test extra)
+gives the same 72 cells and the same table.
 """
 
 from __future__ import annotations
@@ -73,8 +74,25 @@ def alone(tmp_path: Path, n: int, workload: str, seed: int, idle_time: int,
     return summary
 
 
+def read_table(out: Path) -> list[dict[str, str]]:
+    with (out / "results.csv").open(newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+def same_cells(out: Path, other: Path) -> None:
+    """Every cell's summary and the table of `other` are `out`'s (timing aside)."""
+    for n in range(72):
+        cell, twin = (json.loads((d / "cells" / f"{n}.json").read_text()) for d in (out, other))
+        assert without_timing(cell) == without_timing(twin), n
+    assert [without_timing(r) for r in read_table(other)] == [
+        without_timing(r) for r in read_table(out)
+    ]
+
+
 @pytest.mark.skipif(not TRACES.is_dir(), reason="no shared traces beside the repository")
-def test_acceptance_grid_killed_resumed_and_equal_to_single_runs(tmp_path: Path) -> None:
+def test_acceptance_grid_killed_resumed_equal_to_single_runs_and_to_ray(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "cluster.yaml").write_text(CLUSTER.format(idle_time=600, persistence=60))
     workloads = "".join(f"  - {TRACES / name}.swf.gz\n" for name in NAMES)
     sweep = tmp_path / "sweep.yaml"
@@ -103,8 +121,7 @@ def test_acceptance_grid_killed_resumed_and_equal_to_single_runs(tmp_path: Path)
     assert again.stdout.startswith("72 cells: 0 run, 72 already done, 0 failed;")
     assert cell_count(out) == finished
 
-    with (out / "results.csv").open(newline="") as stream:
-        rows = list(csv.DictReader(stream))
+    rows = read_table(out)
     expected = [(f"{TRACES / name}.swf.gz", seed, idle, persistence)
                 for name in NAMES for idle in IDLE_TIMES for persistence in PERSISTENCES
                 for seed in SEEDS]
@@ -117,3 +134,13 @@ def test_acceptance_grid_killed_resumed_and_equal_to_single_runs(tmp_path: Path)
         cell = json.loads((out / "cells" / f"{n}.json").read_text())
         assert without_timing(cell) == without_timing(single), n
     assert len({r["wait_mean"] for r in rows}) > 36  # the axes and seeds matter
+
+    import ray  # the test extra installs it: a missing Ray fails here, loudly
+
+    del ray
+    on_ray = tmp_path / "ray"
+    done = subprocess.run([*command[:5], str(on_ray), "--engine", "ray", "--jobs", "2"],
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"72 cells: 72 run, 0 already done, 0 failed; {on_ray / 'results.csv'}\n"
+    same_cells(out, on_ray)
