@@ -9,7 +9,6 @@ gives the same 72 cells and the same table.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_sim_sweep import table
 
 from xce.sim.sweep_cells import without_timing
 
@@ -74,18 +74,13 @@ def alone(tmp_path: Path, n: int, workload: str, seed: int, idle_time: int,
     return summary
 
 
-def read_table(out: Path) -> list[dict[str, str]]:
-    with (out / "results.csv").open(newline="") as stream:
-        return list(csv.DictReader(stream))
-
-
 def same_cells(out: Path, other: Path) -> None:
     """Every cell's summary and the table of `other` are `out`'s (timing aside)."""
     for n in range(72):
         cell, twin = (json.loads((d / "cells" / f"{n}.json").read_text()) for d in (out, other))
         assert without_timing(cell) == without_timing(twin), n
-    assert [without_timing(r) for r in read_table(other)] == [
-        without_timing(r) for r in read_table(out)
+    assert [without_timing(r) for r in table(other)] == [
+        without_timing(r) for r in table(out)
     ]
 
 
@@ -121,7 +116,7 @@ def test_acceptance_grid_killed_resumed_equal_to_single_runs_and_to_ray(
     assert again.stdout.startswith("72 cells: 0 run, 72 already done, 0 failed;")
     assert cell_count(out) == finished
 
-    rows = read_table(out)
+    rows = table(out)
     expected = [(f"{TRACES / name}.swf.gz", seed, idle, persistence)
                 for name in NAMES for idle in IDLE_TIMES for persistence in PERSISTENCES
                 for seed in SEEDS]

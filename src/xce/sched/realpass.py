@@ -311,6 +311,12 @@ class Evaluator:
         return failure
 
 
+def _key_at(bucket: Bucket, order: list[PendingJob], pos: int, fair: bool) -> SortKey:
+    """The merge key of the bucket's job at `pos` (sched/share_order.py: fairshare)."""
+    key = order[pos].key
+    return merge_key(bucket, key) if fair else key
+
+
 class RealPass:
     """Runs the real pass; collects dispatches, settled buckets, reservations and the
     trace. Blocked jobs are given their reservations and holds in sched/reserving.py."""
@@ -374,8 +380,7 @@ class RealPass:
                 if never is not None:  # nothing could ever run them: they pend for it
                     self._never(bucket, order[start:], never)
                     continue
-                key = order[start].key  # (a merge key in fairshare: sched/share_order.py)
-                fresh.append((merge_key(bucket, key) if fair else key, seq, (bucket, order), start))
+                fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
@@ -388,10 +393,7 @@ class RealPass:
             plan = self.plan
             if plan is not None and (plan.bookings or self._unplaced is not None):
                 # (failing buckets too)
-                until = (
-                    local_until(bucket, order[pos].key, queue.next_key()) if fair
-                    else queue.next_key()
-                )
+                until = local_until(bucket, order[pos].key, queue.next_key(), fair)
                 pos = self._run_planned(bucket, order, pos, until)
             else:
                 cands = None
@@ -403,20 +405,13 @@ class RealPass:
                         self.evaluations += 1
                         pos = self._settle(bucket, order, pos, found)
                         if pos < len(order):
-                            key = order[pos].key
-                            queue.push(
-                                merge_key(bucket, key) if fair else key, seq, (bucket, order), pos
-                            )
+                            queue.push(_key_at(bucket, order, pos, fair), seq, (bucket, order), pos)
                         continue
                     cands = found
-                until = (
-                    local_until(bucket, order[pos].key, queue.next_key()) if fair
-                    else queue.next_key()
-                )
+                until = local_until(bucket, order[pos].key, queue.next_key(), fair)
                 pos = self._run(bucket, order, pos, until, cands)
             if pos < len(order):
-                key = order[pos].key
-                queue.push(merge_key(bucket, key) if fair else key, seq, (bucket, order), pos)
+                queue.push(_key_at(bucket, order, pos, fair), seq, (bucket, order), pos)
 
     # ------------------------------------------------------------------ the plan
     def _run_planned(
