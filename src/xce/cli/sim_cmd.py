@@ -187,7 +187,7 @@ def run(cluster: str | None, workload_path: str, start: float | None, end: float
         click.echo(f"\r[{bar:<30}] {done:4.0%} t={now:,.0f}s", err=True, nl=False)
 
     simulator = simulate(config, workload, seed=seed, kinds=kinds, recorder=recorder,
-                         progress=progress)
+                         progress=progress, series=report is not None)
     if not as_json and sys.stderr.isatty():
         click.echo("", err=True)
     summary = simulator.summary()

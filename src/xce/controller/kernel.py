@@ -161,7 +161,9 @@ class FactKernel:
         """Recover from the log (`recover`), the collector paused; the last fact's seq."""
         with collector_paused():  # (bench_controller.py recovery: about 15 %)
             last = self.recover()
-        settle_heap()  # what was recovered stays: keep it out of the collector's way
+            # What was recovered stays: frozen out of the collector's way before it
+            # runs again (enabled first, its next allocation would rescan it all).
+            settle_heap(collect=False)
         if self.watch is not None:
             self.watch.recovered()
         return last

@@ -7,8 +7,8 @@ SessionRunner.run, from the facts that waited in the backlog).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
-from typing import cast
+from collections.abc import Callable, Collection
+from typing import Any, cast
 
 import msgspec
 
@@ -167,99 +167,117 @@ class ClusterView:
         return counts
 
     def apply(self, event: Event, time: float) -> None:
-        """Follow one fact; a job it changes leaves its count before and joins it after."""
+        """Follow one fact; a job it changes leaves its count before and joins it after.
+        (One method per kind of fact, found by its exact type: a `match` over the
+        kinds cost recovery time, bench_controller.py.)"""
+        follow = _FOLLOW.get(type(event))
+        if follow is None:
+            return  # (not a fact the view keeps)
         job = None
         if type(event) in _JOB_CHANGES:
             job = self.jobs.get(cast(_JobFact, event).job)
         if job is None:
-            self._follow(event, time)
+            follow(self, event, time)
             return
         self.counts.drop(job.state, job.spec)
         try:
-            self._follow(event, time)
+            follow(self, event, time)
         finally:
             self.counts.put(job.state, job.spec)
 
-    def _follow(self, event: Event, time: float) -> None:
-        match event:
-            case JobSubmitted(job=spec):
-                self._add(JobRecord(spec, PSUSP if spec.hold else PEND))
-            case JobStarted(job=job_id, hosts=hosts, time=start):
-                job = self.jobs[job_id]
-                job.state, job.start_time, job.hosts = RUN, start, dict(hosts)
-                for name, slots in hosts.items():
-                    host = self.hosts[name]
-                    host.used += slots - host.jobs.get(job_id, 0)
-                    host.jobs[job_id] = slots
-            case JobFinished(job=job_id, time=end, exit_code=code, signal=signal, reason=why):
-                job = self._end(job_id, end)
-                job.state = end_state(event)
-                job.exit_code, job.signal, job.exit_reason = code, signal, why
-            case JobKilled(job=job_id, time=end):
-                job = self._end(job_id, end)
-                job.state, job.exit_reason = EXIT, "killed"
-            case JobRequeued(job=job_id):
-                job = self._end(job_id, None)
-                job.state, job.start_time, job.hosts = PEND, None, {}
-            case JobAccounted(job=job_id, failure=failure, cpu_time=cpu_time):
-                if job_id in self.jobs:
-                    self.jobs[job_id].failure = failure
-                    self.jobs[job_id].cpu_time = cpu_time
-            case JobPreempted(job=job_id, by=by, action=action, time=at):
-                # (both sides' history, as xce jobs -l shows it; the state changes with
-                # the requeue, kill or stop that follows)
-                for one, change in ((job_id, f"preempted by job {by} ({action})"),
-                                    (by, f"preempted job {job_id} ({action})")):
-                    if one in self.jobs:
-                        self.jobs[one].changes = [*self.jobs[one].changes, (at, change)]
-            case JobModified(job=job_id, spec=spec, time=at, change=change):
-                job = self.jobs[job_id]
-                job.spec = spec
-                job.changes = [*job.changes, (at, change)]
-                if job.state == RUN:
-                    self.relimited.add(job_id)
-            case JobHeld(job=job_id, held=held):
-                job = self.jobs[job_id]
-                if job.state in (PEND, PSUSP):
-                    job.state = PSUSP if held else PEND
-            case HostAdded():
-                host = HostView(event, event.template, event.state, static=False)
-                host.provider, host.joined = event.provider, event.time
-                expected = self.expected.pop(event.name, None)
-                if expected is not None:
-                    host.token_sha256, host.reason = expected.token_sha256, "joined"
-                    host.request = expected.request
-                self.hosts[event.name] = host
-            case HostStateChanged(name=name, state=state, reason=reason):
-                host = self.hosts[name]
-                if state == HostState.CLOSED and not reason:
-                    reason = Cause.ADMIN  # facts written before transitions had reasons
-                away = (HostState.UNREACH, HostState.LOST)
-                host.unreach_since = time if state == HostState.UNREACH else host.unreach_since
-                if state not in away:
-                    host.unreach_since = None
-                if state in away and host.state in (HostState.OK, HostState.CLOSED):
-                    host.resume = (host.state, host.reason, host.cause)
-                host.state, host.reason = state, reason
-                host.cause = HOST_LIFE.cause_of(state, reason, event.cause)
-            case HostExpected():
-                self.expected[event.name] = ExpectedHost(
-                    event.name, event.template, event.provider, event.request,
-                    event.token_sha256, event.deadline, event.time,
-                )
-                self.last_host_number += 1
-            case ExpectedHostEnded(name=name, state=state, reason=reason):
-                if state == HostState.REMOVED:
-                    del self.expected[name]
-                else:
-                    self.expected[name].state = state
-                    self.expected[name].reason = reason
-            case HostRemoved(name=name):
-                del self.hosts[name]
-            case ConfigLoaded(config=config):
-                self._load(config)
-            case _:
-                pass
+    def _submitted(self, event: JobSubmitted, time: float) -> None:
+        spec = event.job
+        self._add(JobRecord(spec, PSUSP if spec.hold else PEND))
+
+    def _started(self, event: JobStarted, time: float) -> None:
+        job_id = event.job
+        job = self.jobs[job_id]
+        job.state, job.start_time, job.hosts = RUN, event.time, dict(event.hosts)
+        for name, slots in event.hosts.items():
+            host = self.hosts[name]
+            host.used += slots - host.jobs.get(job_id, 0)
+            host.jobs[job_id] = slots
+
+    def _finished(self, event: JobFinished, time: float) -> None:
+        job = self._end(event.job, event.time)
+        job.state = end_state(event)
+        job.exit_code, job.signal, job.exit_reason = event.exit_code, event.signal, event.reason
+
+    def _killed(self, event: JobKilled, time: float) -> None:
+        job = self._end(event.job, event.time)
+        job.state, job.exit_reason = EXIT, "killed"
+
+    def _requeued(self, event: JobRequeued, time: float) -> None:
+        job = self._end(event.job, None)
+        job.state, job.start_time, job.hosts = PEND, None, {}
+
+    def _accounted(self, event: JobAccounted, time: float) -> None:
+        job = self.jobs.get(event.job)
+        if job is not None:
+            job.failure, job.cpu_time = event.failure, event.cpu_time
+
+    def _preempted(self, event: JobPreempted, time: float) -> None:
+        # (both sides' history, as xce jobs -l shows it; the state changes with the
+        # requeue, kill or stop that follows)
+        job_id, by, action = event.job, event.by, event.action
+        for one, change in ((job_id, f"preempted by job {by} ({action})"),
+                            (by, f"preempted job {job_id} ({action})")):
+            if one in self.jobs:
+                self.jobs[one].changes = [*self.jobs[one].changes, (event.time, change)]
+
+    def _modified(self, event: JobModified, time: float) -> None:
+        job = self.jobs[event.job]
+        job.spec = event.spec
+        job.changes = [*job.changes, (event.time, event.change)]
+        if job.state == RUN:
+            self.relimited.add(event.job)
+
+    def _held(self, event: JobHeld, time: float) -> None:
+        job = self.jobs[event.job]
+        if job.state in (PEND, PSUSP):
+            job.state = PSUSP if event.held else PEND
+
+    def _host_added(self, event: HostAdded, time: float) -> None:
+        host = HostView(event, event.template, event.state, static=False)
+        host.provider, host.joined = event.provider, event.time
+        expected = self.expected.pop(event.name, None)
+        if expected is not None:
+            host.token_sha256, host.reason = expected.token_sha256, "joined"
+            host.request = expected.request
+        self.hosts[event.name] = host
+
+    def _host_state_changed(self, event: HostStateChanged, time: float) -> None:
+        host, state, reason = self.hosts[event.name], event.state, event.reason
+        if state == HostState.CLOSED and not reason:
+            reason = Cause.ADMIN  # facts written before transitions had reasons
+        away = (HostState.UNREACH, HostState.LOST)
+        host.unreach_since = time if state == HostState.UNREACH else host.unreach_since
+        if state not in away:
+            host.unreach_since = None
+        if state in away and host.state in (HostState.OK, HostState.CLOSED):
+            host.resume = (host.state, host.reason, host.cause)
+        host.state, host.reason = state, reason
+        host.cause = HOST_LIFE.cause_of(state, reason, event.cause)
+
+    def _host_expected(self, event: HostExpected, time: float) -> None:
+        self.expected[event.name] = ExpectedHost(
+            event.name, event.template, event.provider, event.request,
+            event.token_sha256, event.deadline, event.time,
+        )
+        self.last_host_number += 1
+
+    def _expected_ended(self, event: ExpectedHostEnded, time: float) -> None:
+        if event.state == HostState.REMOVED:
+            del self.expected[event.name]
+        else:
+            self.expected[event.name].state = event.state
+            self.expected[event.name].reason = event.reason
+
+    def _host_removed(self, event: HostRemoved, time: float) -> None:
+        del self.hosts[event.name]
+
+    def _config_loaded(self, event: ConfigLoaded, time: float) -> None:
+        self._load(event.config)
 
     def _load(self, config: ClusterConfig) -> None:
         self.config = config
@@ -322,3 +340,23 @@ class ClusterView:
         if job.spec.array:
             self.arrays.setdefault(job.spec.array, {})[job.spec.id] = None
         self.last_job_id = max(self.last_job_id, job.spec.id)
+
+
+# How the view follows each kind of fact it keeps (ClusterView.apply)
+_FOLLOW: dict[type, Callable[[ClusterView, Any, float], None]] = {
+    JobSubmitted: ClusterView._submitted,
+    JobStarted: ClusterView._started,
+    JobFinished: ClusterView._finished,
+    JobKilled: ClusterView._killed,
+    JobRequeued: ClusterView._requeued,
+    JobAccounted: ClusterView._accounted,
+    JobPreempted: ClusterView._preempted,
+    JobModified: ClusterView._modified,
+    JobHeld: ClusterView._held,
+    HostAdded: ClusterView._host_added,
+    HostStateChanged: ClusterView._host_state_changed,
+    HostExpected: ClusterView._host_expected,
+    ExpectedHostEnded: ClusterView._expected_ended,
+    HostRemoved: ClusterView._host_removed,
+    ConfigLoaded: ClusterView._config_loaded,
+}

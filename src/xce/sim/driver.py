@@ -61,6 +61,7 @@ class Simulator:
         timer: Callable[[], float] | None = None,
         host_providers: Mapping[str, HostProvider] | None = None,
         reasons: bool = True,
+        series: bool = True,
     ) -> None:
         self.config = config
         self.workload = workload
@@ -71,6 +72,10 @@ class Simulator:
         # Whether sessions build their pend groups (why each job waits): a run nobody
         # asks that of (`xce sim run` without --record) leaves them out, same decisions.
         self.reasons = reasons or recorder is not None
+        # Whether each session is sampled into `metrics.series` (what a report draws): a
+        # run without a report (`xce sim run` without --report, a sweep's cell) leaves
+        # it out, same decisions and summary.
+        self._series = series
         self._interval: float = config.session_interval
         self.loop = EventLoop()
         self._core = SchedulerState()  # changed only by `apply` and sessions
@@ -222,7 +227,8 @@ class Simulator:
         if result.backfilled:
             self.metrics.backfilled.update(result.backfilled)
         self.rounds.round(result)
-        self._sample(result)
+        if self._series:
+            self._sample(result)
         self._schedule_timer()
 
     def _sample(self, result: SessionResult) -> None:

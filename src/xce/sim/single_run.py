@@ -48,20 +48,24 @@ def requirement_problem(config: ClusterConfig, workload: Workload, path: str) ->
 
 def new_simulator(config: ClusterConfig, workload: Workload, kinds: ProviderKinds | None,
                   seed: int | None, recorder: Recorder | None = None,
-                  reasons: bool = True) -> Simulator:
+                  reasons: bool = True, series: bool = True) -> Simulator:
     """The simulator of `config` (with `kinds`: its templates' real provider models)."""
     if kinds is None:
-        return Simulator(config, workload, seed=seed, recorder=recorder, reasons=reasons)
+        return Simulator(config, workload, seed=seed, recorder=recorder, reasons=reasons,
+                         series=series)
     return Simulator(kinds.cluster, workload, seed=seed, recorder=recorder,
-                     host_providers=kinds.host_providers(), reasons=reasons)
+                     host_providers=kinds.host_providers(), reasons=reasons, series=series)
 
 
 def simulate(config: ClusterConfig, workload: Workload, *, seed: int | None = None,
              kinds: ProviderKinds | None = None, recorder: Recorder | None = None,
-             progress: Callable[[float], None] | None = None) -> Simulator:
-    """Run the whole workload (no pend reasons kept unless recording) and close the
-    recording; the simulator's `summary()` is then the run's summary."""
-    simulator = new_simulator(config, workload, kinds, seed, recorder, reasons=False)
+             progress: Callable[[float], None] | None = None,
+             series: bool = False) -> Simulator:
+    """Run the whole workload (no pend reasons kept unless recording; the time
+    series only with `series`, for a report) and close the recording; the simulator's
+    `summary()` is then the run's summary."""
+    simulator = new_simulator(config, workload, kinds, seed, recorder, reasons=False,
+                              series=series)
     settle_heap()
     simulator.run(progress=progress)
     if recorder is not None:
