@@ -72,7 +72,7 @@ from xce.model.api import (
     VanishedInstance,
 )
 from xce.model.lifecycle import CLOSE_REASONS, status_label
-from xce.model.result import demand_json, idle_json
+from xce.model.result import SessionResult, demand_json, idle_json
 
 log = logging.getLogger("xce.controller.api")
 
@@ -427,38 +427,37 @@ async def list_hosts(request: web.Request) -> web.Response:
 
 async def close_host(request: web.Request) -> web.Response:
     """Close (drain): `?reason=admin|idle|lifetime|reclaim` (default admin)."""
-    who = caller(request, MANAGERS)
-    ctl = request.app[CONTROLLER]
-    name = request.match_info["host"]
     reason = request.query.get("reason", "admin")
-    if reason not in CLOSE_REASONS:
-        raise ApiProblem(400, f"reason must be one of {', '.join(CLOSE_REASONS)}")
-    await ctl.set_host_open(who, name, False, reason)
-    return reply(host_info(ctl, name))
+
+    async def close(ctl: Controller, who: Identity, name: str) -> None:
+        if reason not in CLOSE_REASONS:
+            raise ApiProblem(400, f"reason must be one of {', '.join(CLOSE_REASONS)}")
+        await ctl.set_host_open(who, name, False, reason)
+
+    return await _on_host(request, close)
 
 
 async def open_host(request: web.Request) -> web.Response:
-    who = caller(request, MANAGERS)
-    ctl = request.app[CONTROLLER]
-    name = request.match_info["host"]
-    await ctl.set_host_open(who, name, True)
-    return reply(host_info(ctl, name))
+    return await _on_host(request, lambda ctl, who, name: ctl.set_host_open(who, name, True))
 
 
 async def decommission_host(request: web.Request) -> web.Response:
-    who = caller(request, MANAGERS)
-    ctl = request.app[CONTROLLER]
-    name = request.match_info["host"]
-    await ctl.decommission(who, name)
-    return reply(host_info(ctl, name))
+    return await _on_host(request, lambda ctl, who, name: ctl.decommission(who, name))
 
 
 async def reclaimed_host(request: web.Request) -> web.Response:
     """The provider took the host back (e.g. a spot reclaim): lost, jobs requeued."""
+    return await _on_host(request, lambda ctl, who, name: ctl.reclaimed(who, name))
+
+
+async def _on_host(
+    request: web.Request, act: Callable[[Controller, Identity, str], Awaitable[object]]
+) -> web.Response:
+    """A manager's action on the host the path names; the host as it is after it."""
     who = caller(request, MANAGERS)
     ctl = request.app[CONTROLLER]
     name = request.match_info["host"]
-    await ctl.reclaimed(who, name)
+    await act(ctl, who, name)
     return reply(host_info(ctl, name))
 
 
@@ -563,25 +562,22 @@ async def get_request(request: web.Request) -> web.Response:
 
 
 async def accept_request(request: web.Request) -> web.Response:
-    who = caller(request, MANAGERS)
+    who, body = caller(request, MANAGERS), await body_of(request, AcceptRequest)
     ctl = request.app[CONTROLLER]
-    body = await body_of(request, AcceptRequest)
-    record = await ctl.accept_request(who, request.match_info["request"], body.instances)
-    return reply(request_info(ctl, record))
+    return reply(request_info(ctl, await ctl.accept_request(
+        who, request.match_info["request"], body.instances)))
 
 
 async def refuse_request(request: web.Request) -> web.Response:
-    who = caller(request, MANAGERS)
+    who, body = caller(request, MANAGERS), await body_of(request, RefuseRequest)
     ctl = request.app[CONTROLLER]
-    body = await body_of(request, RefuseRequest)
-    record = await ctl.refuse_request(who, request.match_info["request"], body.reason)
-    return reply(request_info(ctl, record))
+    return reply(request_info(ctl, await ctl.refuse_request(
+        who, request.match_info["request"], body.reason)))
 
 
 async def instance_vanished(request: web.Request) -> web.Response:
-    who = caller(request, MANAGERS)
+    who, body = caller(request, MANAGERS), await body_of(request, VanishedInstance)
     ctl = request.app[CONTROLLER]
-    body = await body_of(request, VanishedInstance)
     instance = await ctl.vanished(who, request.match_info["host"], body.reason)
     return reply(request_info(ctl, ctl.records.requests[instance.request]))
 
@@ -610,22 +606,24 @@ async def get_fairshare(request: web.Request) -> web.Response:
 
 
 async def get_demand(request: web.Request) -> web.Response:
-    caller(request, READERS)
-    sessions = request.app[CONTROLLER].sessions
-    result = sessions.last_result
-    if result is None:
-        return reply(SessionOutput(0, None, demand=None))
-    return reply(SessionOutput(sessions.count, result.now, demand=demand_json(result.demand),
-                               failure_cache_hits=sessions.failure_cache_hits))
+    return _last_session(request, lambda result: {"demand": demand_json(result.demand)},
+                         {"demand": None})
 
 
 async def get_idle(request: web.Request) -> web.Response:
+    return _last_session(request, lambda result: {"idle": idle_json(result.idle)},
+                         {"idle": None})
+
+
+def _last_session(request: web.Request, part: Callable[[SessionResult], dict[str, Any]],
+                  none: dict[str, Any]) -> web.Response:
+    """A part of the last session's result (`none` before the first session)."""
     caller(request, READERS)
     sessions = request.app[CONTROLLER].sessions
     result = sessions.last_result
     if result is None:
-        return reply(SessionOutput(0, None, idle=None))
-    return reply(SessionOutput(sessions.count, result.now, idle=idle_json(result.idle),
+        return reply(SessionOutput(0, None, **none))
+    return reply(SessionOutput(sessions.count, result.now, **part(result),
                                failure_cache_hits=sessions.failure_cache_hits))
 
 
@@ -651,8 +649,7 @@ async def get_catalog(request: web.Request) -> web.Response:
 
 
 async def set_catalog(request: web.Request) -> web.Response:
-    who = caller(request, MANAGERS)
-    body = await body_of(request, CatalogRequest)
+    who, body = caller(request, MANAGERS), await body_of(request, CatalogRequest)
     ctl = request.app[CONTROLLER]
     supply.fence(ctl, who, templates=[*body.allowance, *body.lead_time], pools=body.headroom)
     return reply(await supply.set_catalog(ctl, body))

@@ -317,6 +317,11 @@ def _key_at(bucket: Bucket, order: list[PendingJob], pos: int, fair: bool) -> So
     return merge_key(bucket, key) if fair else key
 
 
+def _stops(order: list[PendingJob], pos: int, until: SortKey | None) -> bool:
+    """Whether a bucket's pass stops at `pos`: its end, or a job after `until`."""
+    return pos >= len(order) or (until is not None and order[pos].key > until)
+
+
 class RealPass:
     """Runs the real pass; collects dispatches, settled buckets, reservations and the
     trace. Blocked jobs are given their reservations and holds in sched/reserving.py."""
@@ -421,27 +426,7 @@ class RealPass:
         that stays free over its window (job by job: what a reservation holds back
         depends on the window). Twins of a job that failed now fail now too, without
         an evaluation (`_failing`); each may still reserve."""
-        end = len(order)
-        failing = self._failing.get(id(bucket))
-        while pos < end:
-            job = order[pos]
-            if until is not None and job.key > until:
-                break
-            if job.limit_refs and self._pends_at_limit(bucket, job):
-                pos += 1
-                continue
-            if failing is not None:
-                pos = self._settle(bucket, order, pos, failing)
-                continue
-            self.evaluations += 1
-            self.evaluator.for_job(job.id)
-            outcome = self._evaluate_planned(bucket)
-            if isinstance(outcome, Failure):
-                return self._settle(bucket, order, pos, outcome)
-            placed, pools = outcome
-            self._dispatch(bucket, job, placed, pools)
-            pos += 1
-        return pos
+        return self._place_each(bucket, order, pos, until, None, True)
 
     def _evaluate_planned(self, bucket: Bucket) -> Placement | Failure:
         """Where the bucket's next job goes now without delaying a reservation: first
@@ -522,24 +507,40 @@ class RealPass:
         found (it is not at a limit)."""
         if bucket.single and not bucket.shared and id(bucket) not in self._requesting:
             return self._run_single_hosts(bucket, order, pos, until, cands)
-        evaluator = self.evaluator
-        end = len(order)
         if cands is None and not order[pos].limit_refs:  # the common case: fails at once
-            found = evaluator.quick_failure(bucket)
+            found = self.evaluator.quick_failure(bucket)
             if isinstance(found, Failure):
                 self.evaluations += 1
                 return self._settle(bucket, order, pos, found)
             cands = found
-        while pos < end:
-            job = order[pos]
-            if until is not None and job.key > until:
+        return self._place_each(bucket, order, pos, until, cands, False)
+
+    def _place_each(
+        self,
+        bucket: Bucket,
+        order: list[PendingJob],
+        pos: int,
+        until: SortKey | None,
+        cands: list[int] | None,
+        planned: bool,
+    ) -> int:
+        """Place the bucket's jobs one by one from `pos` (`_run`; `planned`: on the plan,
+        `_run_planned`) until one fails or one comes after `until`; where it continues."""
+        evaluator = self.evaluator
+        failing = self._failing.get(id(bucket)) if planned else None
+        while True:
+            pos = self._skip_limited(bucket, order, pos, until)
+            if _stops(order, pos, until):
                 break
-            if job.limit_refs and self._pends_at_limit(bucket, job):
-                pos += 1
+            job = order[pos]
+            if failing is not None:
+                pos = self._settle(bucket, order, pos, failing)
                 continue
             self.evaluations += 1
             evaluator.for_job(job.id)
-            if cands is not None:  # the first job, its candidates known
+            if planned:
+                outcome = self._evaluate_planned(bucket)
+            elif cands is not None:  # the first job, its candidates known
                 outcome = evaluator.place_on(bucket, cands)
                 cands = None
             else:
@@ -564,14 +565,8 @@ class RealPass:
         evaluator, cap = self.evaluator, self.cap
         n, use = bucket.n, bucket.use
         # Limits come first (check 1): jobs at a limit pend for it whatever the hosts.
-        while (
-            pos < len(order)
-            and (until is None or order[pos].key <= until)
-            and order[pos].limit_refs
-            and self._pends_at_limit(bucket, order[pos])
-        ):
-            pos += 1
-        if pos >= len(order) or (until is not None and order[pos].key > until):
+        pos = self._skip_limited(bucket, order, pos, until)
+        if _stops(order, pos, until):
             return pos
         self.evaluations += 1
         cands = known if known is not None else evaluator.quick_failure(bucket)
@@ -591,14 +586,11 @@ class RealPass:
         self._dispatch(bucket, order[pos], {key.best(fits): n}, {})
         pos += 1
         heap: list[tuple[tuple[float | str, ...], int]] | None = None
-        end = len(order)
-        while pos < end:
-            job = order[pos]
-            if until is not None and job.key > until:
+        while True:
+            pos = self._skip_limited(bucket, order, pos, until)
+            if _stops(order, pos, until):
                 break
-            if job.limit_refs and self._pends_at_limit(bucket, job):
-                pos += 1
-                continue
+            job = order[pos]
             if heap is None:
                 usable = cap.usable
                 heap = [(key(i), i) for i in fits if usable(i, use) >= n]
@@ -642,6 +634,21 @@ class RealPass:
         self.dispatch.append(
             Dispatch(job=job.id, hosts=on, pools={p.resource: p.name for p in pools})
         )
+
+    def _skip_limited(
+        self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
+    ) -> int:
+        """From `pos`, past the jobs before `until` that pend at a limit (they pend for
+        it whatever the hosts): where the bucket's next job to place is, if any."""
+        end = len(order)
+        while pos < end:
+            job = order[pos]
+            if not job.limit_refs or (until is not None and job.key > until):
+                return pos
+            if not self._pends_at_limit(bucket, job):
+                return pos
+            pos += 1
+        return pos
 
     def _pends_at_limit(self, bucket: Bucket, job: PendingJob) -> bool:
         """Whether `job`'s user or queue is at a limit; if so it pends for it."""

@@ -75,12 +75,8 @@ def run_session(
             planned.extend(supply_holds(catalog, outcomes))
     catalog_done = timer() if timer is not None else 0.0
 
-    if state.held and reasons:
-        held = sorted(state.held.values(), key=lambda j: j.key)
-        trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
-        pending.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))
-    if state.waiting and reasons:  # dependencies and array limits (sched/waiting.py)
-        pending.extend(state.waits.groups(state, trace))
+    if reasons:
+        pending.extend(_held_and_waiting(state, trace))
     # Jobs whose condition can never be satisfied, to end (-ti, orphan_job_term_timeout)
     orphans, orphans_due = (
         state.waits.orphans(state, now) if state.waits.blocking else ([], math.inf)
@@ -108,3 +104,16 @@ def run_session(
         now, real.dispatch, pending, trace, found, idle, stats, planned, due,
         real.backfilled, orphans, preemptions, resumes,
     )
+
+
+def _held_and_waiting(state: SchedulerState, trace: list[TraceEntry]) -> list[PendGroup]:
+    """The pend groups of held jobs and of jobs waiting for a dependency or for room
+    under their array's limit (sched/waiting.py), their entries added to `trace`."""
+    groups: list[PendGroup] = []
+    if state.held:
+        held = sorted(state.held.values(), key=lambda j: j.key)
+        trace.append(TraceEntry(held[0].id, "real", "hold", HELD))
+        groups.append(PendGroup(HELD, HOLD, held, [len(trace) - 1]))
+    if state.waiting:
+        groups.extend(state.waits.groups(state, trace))
+    return groups

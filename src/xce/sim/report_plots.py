@@ -9,7 +9,7 @@ HTML page does not repeat it) and its legend below the axes, off the data.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -206,25 +206,27 @@ def _span_unit(runs: Sequence[RunSeries]) -> tuple[str, float]:
 
 def overlay_hosts(runs: Sequence[RunSeries], path: Path) -> None:
     """Hosts up (static + provisioned, draining included) of each run."""
-    fig, ax = figure("Hosts up (static + provisioned), mean per bin")
-    unit = _span_unit(runs)
-    xlabel = ""
-    for run in runs:
-        x, xlabel = time_axis(run, unit)
-        up = np.sum([run.layers[n] for n in ("static", "busy", "idle", "draining")], axis=0)
-        ax.step(x, _steps(up), where="post", linewidth=1.0, label=run.title)
-    finish(fig, ax, xlabel, "hosts", path, columns=2)
+    layers = ("static", "busy", "idle", "draining")
+    _overlay(runs, path, "Hosts up (static + provisioned), mean per bin", "hosts",
+             lambda run: np.sum([run.layers[n] for n in layers], axis=0))
 
 
 def overlay_pending(runs: Sequence[RunSeries], path: Path) -> None:
-    fig, ax = figure("Pending jobs, mean per bin")
+    """Pending jobs of each run."""
+    _overlay(runs, path, "Pending jobs, mean per bin", "jobs",
+             lambda run: np.asarray(run.means["pending"], dtype=np.float64))
+
+
+def _overlay(runs: Sequence[RunSeries], path: Path, title: str, ylabel: str,
+             values: Callable[[RunSeries], FloatArray]) -> None:
+    """One series per run, as steps over the runs' common time axis."""
+    fig, ax = figure(title)
     unit = _span_unit(runs)
     xlabel = ""
     for run in runs:
         x, xlabel = time_axis(run, unit)
-        ax.step(x, _steps(run.means["pending"]), where="post", linewidth=1.0,
-                label=run.title)
-    finish(fig, ax, xlabel, "jobs", path, columns=2)
+        ax.step(x, _steps(values(run)), where="post", linewidth=1.0, label=run.title)
+    finish(fig, ax, xlabel, ylabel, path, columns=2)
 
 
 def overlay_waits(runs: Sequence[RunSeries], path: Path) -> None:
