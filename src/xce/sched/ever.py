@@ -49,8 +49,8 @@ class Universe(HostIndex):
     them (kept with the state's derived indexes: a new configuration drops it)."""
 
     __slots__ = (
-        "_groups", "config", "extra", "signature", "static", "static_names", "verdicts",
-        "version",
+        "_groups", "_shapes", "config", "extra", "signature", "static", "static_names",
+        "verdicts", "version",
     )
 
     def __init__(self, state: SchedulerState) -> None:
@@ -64,6 +64,13 @@ class Universe(HostIndex):
             h.index: h for h in state.hosts if h is not None and h.name not in self.static_names
         }
         self.version = 0  # bumped when a non-static host joins or leaves
+        # The hosts of each shape, in the order they came (static ones first), kept as
+        # hosts come and go: elastic hosts join and leave all the time, and rebuilding
+        # the shapes from every host at each change was 12 % of an elastic simulation
+        # (bench_traces.py, HPC2N).
+        self._shapes: dict[object, dict[int, HostRecord]] = {}
+        for h in chain(self.static, self.extra.values()):
+            self._shapes.setdefault(_shape(h), {})[id(h)] = h
         self._groups: Hosts | None = None
         self.signature: Signature | None = None
         self.verdicts: dict[VerdictKey, Failure | None] = {}
@@ -72,13 +79,27 @@ class Universe(HostIndex):
         if host.name in self.static_names:
             return  # counted whether it is there or not, whatever its state
         if present:
-            if self.extra.get(host.index) is not host:
+            old = self.extra.get(host.index)
+            if old is not host:
+                if old is not None:
+                    self._leave(old)
                 self.extra[host.index] = host
+                self._shapes.setdefault(_shape(host), {})[id(host)] = host
                 self.version += 1
                 self._groups = None
-        elif self.extra.pop(host.index, None) is not None:
-            self.version += 1
-            self._groups = None
+        else:
+            old = self.extra.pop(host.index, None)
+            if old is not None:
+                self._leave(old)
+                self.version += 1
+                self._groups = None
+
+    def _leave(self, host: HostRecord) -> None:
+        key = _shape(host)
+        members = self._shapes[key]
+        del members[id(host)]
+        if not members:
+            del self._shapes[key]
 
     def refresh(self, state: SchedulerState) -> None:
         """Forget the verdicts if what they were made on changed (O(templates + pools))."""
@@ -98,14 +119,9 @@ class Universe(HostIndex):
         if named:
             return [(h, 1) for h in chain(self.static, self.extra.values())]
         if self._groups is None:
-            first: dict[object, HostRecord] = {}
-            counts: dict[object, int] = {}
-            for h in chain(self.static, self.extra.values()):
-                key = (h.class_key, h.template)
-                if key not in first:
-                    first[key] = h
-                counts[key] = counts.get(key, 0) + 1
-            self._groups = [(host, counts[key]) for key, host in first.items()]
+            self._groups = [
+                (next(iter(members.values())), len(members)) for members in self._shapes.values()
+            ]
         return self._groups
 
     def never(self, state: SchedulerState, bucket: Bucket) -> Failure | None:
@@ -127,6 +143,11 @@ class Universe(HostIndex):
             verdicts[key] = failure
         bucket.ever = (verdicts, failure)
         return failure
+
+
+def _shape(host: HostRecord) -> object:
+    """What makes hosts alike for the verdicts: their class and template."""
+    return (host.class_key, host.template)
 
 
 def universe(state: SchedulerState) -> Universe:
