@@ -317,11 +317,6 @@ def _key_at(bucket: Bucket, order: list[PendingJob], pos: int, fair: bool) -> So
     return merge_key(bucket, key) if fair else key
 
 
-def _stops(order: list[PendingJob], pos: int, until: SortKey | None) -> bool:
-    """Whether a bucket's pass stops at `pos`: its end, or a job after `until`."""
-    return pos >= len(order) or (until is not None and order[pos].key > until)
-
-
 class RealPass:
     """Runs the real pass; collects dispatches, settled buckets, reservations and the
     trace. Blocked jobs are given their reservations and holds in sched/reserving.py."""
@@ -529,9 +524,11 @@ class RealPass:
         evaluator = self.evaluator
         failing = self._failing.get(id(bucket)) if planned else None
         while True:
-            pos = self._skip_limited(bucket, order, pos, until)
-            if _stops(order, pos, until):
+            at = self._next_to_place(bucket, order, pos, until)
+            if at < 0:
+                pos = ~at
                 break
+            pos = at
             job = order[pos]
             if failing is not None:
                 pos = self._settle(bucket, order, pos, failing)
@@ -565,9 +562,10 @@ class RealPass:
         evaluator, cap = self.evaluator, self.cap
         n, use = bucket.n, bucket.use
         # Limits come first (check 1): jobs at a limit pend for it whatever the hosts.
-        pos = self._skip_limited(bucket, order, pos, until)
-        if _stops(order, pos, until):
-            return pos
+        at = self._next_to_place(bucket, order, pos, until)
+        if at < 0:
+            return ~at
+        pos = at
         self.evaluations += 1
         cands = known if known is not None else evaluator.quick_failure(bucket)
         if isinstance(cands, Failure):
@@ -587,10 +585,11 @@ class RealPass:
         pos += 1
         heap: list[tuple[tuple[float | str, ...], int]] | None = None
         while True:
-            pos = self._skip_limited(bucket, order, pos, until)
-            if _stops(order, pos, until):
+            at = self._next_to_place(bucket, order, pos, until)
+            if at < 0:
+                pos = ~at
                 break
-            job = order[pos]
+            job, pos = order[at], at
             if heap is None:
                 usable = cap.usable
                 heap = [(key(i), i) for i in fits if usable(i, use) >= n]
@@ -635,20 +634,22 @@ class RealPass:
             Dispatch(job=job.id, hosts=on, pools={p.resource: p.name for p in pools})
         )
 
-    def _skip_limited(
+    def _next_to_place(
         self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
     ) -> int:
-        """From `pos`, past the jobs before `until` that pend at a limit (they pend for
-        it whatever the hosts): where the bucket's next job to place is, if any."""
+        """From `pos`, where the bucket's next job to place is, past the jobs that pend
+        at a limit (they pend for it whatever the hosts); or, where the pass stops
+        instead (the bucket's end, or a job after `until`) at `stop`, `~stop` (< 0).
+        (Once per job placed: one call, hot in the real pass.)"""
         end = len(order)
         while pos < end:
             job = order[pos]
-            if not job.limit_refs or (until is not None and job.key > until):
-                return pos
-            if not self._pends_at_limit(bucket, job):
+            if until is not None and job.key > until:
+                return ~pos
+            if not job.limit_refs or not self._pends_at_limit(bucket, job):
                 return pos
             pos += 1
-        return pos
+        return ~pos
 
     def _pends_at_limit(self, bucket: Bucket, job: PendingJob) -> bool:
         """Whether `job`'s user or queue is at a limit; if so it pends for it."""
