@@ -378,7 +378,7 @@ class RealPass:
             if start < len(order):
                 never = ever.never(self.state, bucket)
                 if never is not None:  # nothing could ever run them: they pend for it
-                    self._never(bucket, order[start:], never)
+                    self._pend(bucket, order[start:], never)
                     continue
                 fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
@@ -693,25 +693,20 @@ class RealPass:
             return pos + 1
         if self._failing:
             self._failing.pop(id(bucket), None)
-        if self.state.config.limits:
-            limited, rest = self.evaluator.split_limited(order[pos:], bucket.n)
-            for job, limit in limited:
-                self._limit_pend(bucket, job, limit)
-        else:
-            rest = order[pos:]
-        if rest:
-            self.settled.append(Settled(bucket, rest, failure, self._traced(rest[0], failure)))
+        self._pend(bucket, order[pos:], failure)
         return len(order)
 
-    def _never(self, bucket: Bucket, members: list[PendingJob], never: Failure) -> None:
-        """A bucket nothing could ever run (sched/ever.py): its jobs at a limit pend for
-        it (the first check), the others for `never`; none is evaluated."""
+    def _pend(self, bucket: Bucket, members: list[PendingJob], failure: Failure) -> None:
+        """The bucket's `members` pend: those at a limit for it (the first check), the
+        others for `failure` (also a bucket nothing could ever run, sched/ever.py)."""
         if self.state.config.limits:
             limited, members = self.evaluator.split_limited(members, bucket.n)
             for job, limit in limited:
                 self._limit_pend(bucket, job, limit)
         if members:
-            self.settled.append(Settled(bucket, members, never, self._traced(members[0], never)))
+            self.settled.append(
+                Settled(bucket, members, failure, self._traced(members[0], failure))
+            )
 
     def _traced(self, job: PendingJob, failure: Failure, stage: str = "real") -> int:
         """Trace why `job` (and its bucket after it) pends; the entry's index, or -1
