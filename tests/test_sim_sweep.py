@@ -101,7 +101,9 @@ def table(out: Path) -> list[dict[str, str]]:
 
 
 def mtimes(out: Path) -> dict[str, int]:
-    return {path.name: path.stat().st_mtime_ns for path in (out / "cells").iterdir()}
+    """The finished cells' files and their times (not a cell's `.N.json.tmp`, which a
+    kill may leave half-written: atomic_json.py)."""
+    return {path.name: path.stat().st_mtime_ns for path in (out / "cells").glob("*.json")}
 
 
 def test_each_cell_equals_xce_sim_run_alone(tmp_path: Path) -> None:
