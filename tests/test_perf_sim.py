@@ -8,8 +8,8 @@
 * `SchedulerState.idle_in_order`: when set, idle provisioned hosts are in order of
   idle time (the simulator's timer relies on it).
 * The plain-bucket placement (`spread` over `default_ranked`, or `spread_everywhere`)
-  is `place`'s; the
-  state's `name_order` holds the hosts present, by name.
+  is `place`'s; the state's `label_order` holds the hosts present, by their sort
+  labels, and each label is what its host has done (sched/labels.py).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, HostDemand, Idle, IdleResource, ResourceDemand
 from xce.policy import PolicyInput, PolicyMemory, ProvisionedHost, decide, quiet_memory
 from xce.sched.capacity import Capacity
+from xce.sched.labels import FRESH, label_of
 from xce.sched.placement import (
     HostOrder,
     Room,
@@ -233,9 +234,14 @@ def test_idle_in_order_means_idle_hosts_are_in_order_of_idle_time(
         if state.idle_in_order:
             since = [h.idle_since for h in state.idle_provisioned.values()]
             assert since == sorted(since)
-        # Hosts come and go (their indices reused): the name order follows them.
-        present = [h.index for h in state.hosts if h is not None]
-        assert state.name_order == sorted(present, key=lambda i: state.names[i])
+        # Hosts come and go (their indices reused) and run their first jobs: the label
+        # order follows them, each label as its host is now.
+        present = [h for h in state.hosts if h is not None]
+        assert [state.labels[h.index] for h in present] == [label_of(state, h) for h in present]
+        assert state.label_order == sorted(
+            [h.index for h in present], key=lambda i: state.labels[i]
+        )
+        assert state.fresh == {h.index for h in present if label_of(state, h)[0] == FRESH}
 
 
 # ----------------------------------------------------------------------------- placement
@@ -272,21 +278,22 @@ def capacities(draw: st.DrawFn) -> tuple[SchedulerState, list[int], int]:
 def test_plain_placement_is_place(drawn: tuple[SchedulerState, list[int], int]) -> None:
     state, cands, n = drawn
     cap = Capacity(state)
-    fast = spread(default_ranked(cands, cap.free_slots, cap.names, cap.name_order),
+    fast = spread(default_ranked(cands, cap.free_slots, cap.labels, cap.label_order),
                   cap.free_slots.__getitem__, n)
     slow = place(Room(cap, cands, SLOTS_ONLY), n, None, None, HostOrder(cap, ()))
     assert fast == slow
     if slow is not None:
         assert list(fast or {}) == list(slow)  # the same hosts, in the same order
     # Candidates that are a whole set (every open host with a free slot).
-    everywhere = spread_everywhere(cands, set(cands), cap.free_slots, cap.names,
-                                   cap.name_order, n)
+    everywhere = spread_everywhere(cands, set(cands), cap.free_slots, cap.labels,
+                                   cap.label_order, n)
     assert everywhere == slow and list(everywhere or {}) == list(slow or {})
     # The default order itself: most free slots first, then by name.
     expected = sorted(cands, key=lambda i: (-cap.free_slots[i], cap.names[i]))
-    assert default_ranked(cands, cap.free_slots, cap.names, cap.name_order) == expected
-    # Whether it sorts the names or takes the state's name order (fewer candidates).
-    assert default_ranked(cands, cap.free_slots, cap.names, []) == expected
-    # The state's name order: every host present, by name.
+    assert default_ranked(cands, cap.free_slots, cap.labels, cap.label_order) == expected
+    # Whether it sorts the labels or takes the state's label order (fewer candidates).
+    assert default_ranked(cands, cap.free_slots, cap.labels, []) == expected
+    # The state's label order: every host present, by name (static hosts: labels are
+    # names).
     present = [h.index for h in state.hosts if h is not None]
-    assert state.name_order == sorted(present, key=lambda i: state.names[i])
+    assert state.label_order == sorted(present, key=lambda i: state.names[i])

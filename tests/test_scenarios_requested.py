@@ -7,6 +7,10 @@ The common scenario, at 1000: a static 4-slot host n01, busy; a template `burst`
 burst-3 and burst-4 have just joined, requested for job 10. Without the rule, the
 default preference (most free slots, then name) would put job 10 on burst-1 and
 burst-2, and the hosts obtained for it would sit idle until given back unused.
+
+The rule is shown alone here: `catalog.static_first: false`, so hosts as free go by
+name. With static hosts first (the default), the hosts that just joined come first for
+every job: tests/test_scenarios_static_first.py.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ cluster:
   queues: [{name: normal, priority: 30}]
   catalog:
     idle_time: 600
+    static_first: false
     templates: [{name: burst, provider: cloud, slots: 4, max: 10}]
 hosts:
   - {name: burst-1, template: burst, joined: 100, idle_since: 995}
@@ -137,7 +142,7 @@ def test_requested_for_must_list_job_ids():
         load_scenario_text(bad, "scenario.yaml")
     err = caught.value
     assert (err.file, err.line, err.field, err.message) == (
-        "scenario.yaml", 12, "hosts[2].requested_for[0]",
+        "scenario.yaml", 13, "hosts[2].requested_for[0]",
         "expected an integer, got a string ('ten')")
 
 

@@ -14,7 +14,9 @@ from xce.model.cluster import (
     SharedPool,
 )
 
-_CATALOG_KEYS = ("idle_time", "max_jobs_per_session", "templates", "countables", "choose")
+_CATALOG_KEYS = (
+    "idle_time", "max_jobs_per_session", "templates", "countables", "choose", "static_first"
+)
 _TEMPLATE_KEYS = (
     "name",
     "provider",
@@ -46,6 +48,7 @@ def read_catalog(
     idle_time = section.number("idle_time", defaults.idle_time, minimum=0)
     max_jobs = section.integer("max_jobs_per_session", defaults.max_jobs_per_session, minimum=0)
     choose = _read_choose(section, defaults.choose)
+    static_first = section.flag("static_first", defaults.static_first)
     templates: tuple[HostTemplate, ...] = ()
     if (templates_section := section.section("templates")) is not None:
         templates = _read_templates(*templates_section, resources)
@@ -58,6 +61,7 @@ def read_catalog(
         templates=templates,
         countables=countables,
         choose=choose,
+        static_first=static_first,
     )
 
 

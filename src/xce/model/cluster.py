@@ -150,6 +150,10 @@ class Catalog(msgspec.Struct, frozen=True):
     # Where new hosts come from (docs/scheduling.md, "Choosing the template"):
     # rank | cost | least-waste
     choose: Choose = "rank"
+    # Among hosts as free: provisioned hosts idle since they joined (and requested for
+    # no job) first, then static hosts, then the other provisioned hosts; false: by
+    # name alone (sched/labels.py, docs/scheduling.md "Static hosts first").
+    static_first: bool = True
 
 
 class ClusterConfig(msgspec.Struct, frozen=True):

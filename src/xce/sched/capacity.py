@@ -27,9 +27,10 @@ class Capacity:
         "free_res",
         "free_slots",
         "hosts",
+        "label_order",
+        "labels",
         "limit_delta",
         "limit_used",
-        "name_order",
         "names",
         "open_free",
         "pool_free",
@@ -45,7 +46,8 @@ class Capacity:
         self._owned = False  # hosts copied
         self._owned_free = False  # open_free copied
         self.names = state.names  # names of real hosts by index (not of virtual hosts)
-        self.name_order = state.name_order  # real hosts by name
+        self.labels = state.labels  # their sort labels (sched/labels.py)
+        self.label_order = state.label_order  # real hosts in label order
         self.free_slots = list(state.free_slots)
         self.free_res = {res: list(col) for res, col in state.free_res.items()}
         self.pool_free: dict[PoolRecord, float] = (

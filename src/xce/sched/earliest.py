@@ -183,7 +183,7 @@ def _place_at(
     if not cands:
         return None
     if bucket.plain:  # what place() finds for slots alone, without its views
-        ranked = default_ranked(cands, target_slots, cap.names, cap.name_order)
+        ranked = default_ranked(cands, target_slots, cap.labels, cap.label_order)
         return spread(ranked, target_slots.__getitem__, bucket.n)
     room = Room(scratch, cands, bucket.use)
     req = bucket.req

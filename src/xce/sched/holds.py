@@ -125,8 +125,8 @@ class ElasticHolds:
             if not found:
                 continue
             room = {i: cap.usable(i, use) for i in found}
-            names = cap.names
-            ranked = sorted(found, key=lambda i: (-room[i], names[i]))
+            labels = cap.labels  # (by name: sched/labels.py)
+            ranked = sorted(found, key=lambda i: (-room[i], labels[i]))
             share, pieces = _share(ranked, room, bucket.n, bucket.pieces)
             if share and (pieces if bucket.pieces else sum(share.values()) < bucket.n):
                 return template, share, pieces

@@ -1,16 +1,16 @@
 """Hosts joining, changing state and leaving the scheduler state, with the per-host
-indexes kept beside them (names in order, open hosts with a free slot, idle
+indexes kept beside them (hosts in label order, open hosts with a free slot, idle
 provisioned hosts, derived views)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from xce.model.cluster import ResourceValue
 from xce.model.events import HostAdded
 from xce.sched.errors import SchedulerInputError
 from xce.sched.hosts import HostRecord
+from xce.sched.labels import drop_label, place_label, relabel
 from xce.sched.usage import NGPUS
 
 if TYPE_CHECKING:
@@ -45,14 +45,13 @@ def add_host_record(
     if index == len(state.hosts):
         state.hosts.append(host)
         state.names.append(name)
+        state.labels.append("")
         state.free_slots.append(slots)
         for column in state.free_res.values():
             column.append(0.0)
     state.hosts[index] = host
     state.names[index] = name
-    at = _name_position(state, name)
-    state.name_order.insert(at, index)
-    state._name_hint = at + 1  # (hosts that join one after the other sort so, mostly)
+    place_label(state, host)
     state.free_slots[index] = slots
     for res, column in state.free_res.items():
         value = resources.get(res, 0)
@@ -77,19 +76,6 @@ def gpu_column(state: SchedulerState) -> None:
     state.free_res[NGPUS] = [
         0.0 if host is None else float(host.gpus) for host in state.hosts
     ]
-
-
-def _name_position(state: SchedulerState, name: str) -> int:
-    """Where `name` is or would go in name_order: where the last host went in or
-    left, if it is there (provisioned hosts join and leave in order of their
-    names, mostly), else by bisection."""
-    order, names = state.name_order, state.names
-    hint = state._name_hint
-    if hint <= len(order) and (hint == 0 or names[order[hint - 1]] < name) and (
-        hint == len(order) or not names[order[hint]] < name
-    ):
-        return hint
-    return bisect_left(order, name, key=names.__getitem__)
 
 
 def drop_free(state: SchedulerState, index: int) -> None:
@@ -147,6 +133,8 @@ def add_host(state: SchedulerState, event: HostAdded) -> None:
         host.requested_for = event.requested_for
         for job in event.requested_for:
             state.requested_for.setdefault(job, []).append(host.index)
+    if template is not None:
+        relabel(state, host)  # (it may join with a past: it has run jobs)
     hosts_changed(state, host)
 
 
@@ -180,11 +168,8 @@ def remove_host(state: SchedulerState, host: HostRecord) -> None:
     index = host.index
     if host.requested_for:
         forget_requested(state, host)
+    drop_label(state, host)
     state.hosts[index] = None
-    at = _name_position(state, host.name)
-    assert state.name_order[at] == index
-    del state.name_order[at]
-    state._name_hint = at
     state.names[index] = ""
     del state.host_by_name[host.name]
     if index in state.provisioned:

@@ -11,6 +11,7 @@ from xce.model.cluster import ClusterConfig
 from xce.sched.buckets import PendingJob
 from xce.sched.host_changes import add_host_record, hosts_changed, went_idle
 from xce.sched.hosts import HostRecord
+from xce.sched.labels import relabel
 from xce.sched.pools import PoolRecord
 from xce.sched.running import RunningJob, start_job
 from xce.sched.supply_state import keep_supply
@@ -76,7 +77,7 @@ def _clear_hosts(state: SchedulerState, config: ClusterConfig) -> None:
     host_changes.gpu_column)."""
     state.virtual = {}
     state.hosts, state.host_by_name, state.free_slots, state.open_free = [], {}, [], set()
-    state.names, state.name_order = [], []
+    state.names, state.labels, state.label_order, state.fresh = [], [], [], set()
     state.provisioned, state.busy_slots, state.alive = {}, 0, {}
     state.idle_provisioned = {}
     state._free_indices = []
@@ -135,6 +136,7 @@ def _restore_hosts(
             host.template, host.state, host.joined, host.gpus,
         )
         record.idle_since = host.idle_since
+        relabel(state, record)
 
 
 def _restore_jobs(

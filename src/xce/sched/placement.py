@@ -42,20 +42,21 @@ class Room:
 class HostOrder:
     """Preference of real hosts, smaller first. Default (no `order[]`): the most free
     slots, then name. `order[r]` puts the most free (or largest) `r` first,
-    `order[-r]` the least; ties by name (host names are unique: no two hosts tie)."""
+    `order[-r]` the least; ties by name (host names are unique: no two hosts tie).
+    Names are compared as sort labels (sched/labels.py: static hosts first)."""
 
-    __slots__ = ("_free_slots", "_getters", "_name_order", "_names")
+    __slots__ = ("_free_slots", "_getters", "_label_order", "_labels")
 
     def __init__(self, cap: Capacity, order: tuple[OrderKey, ...]) -> None:
         self._free_slots = cap.free_slots
-        self._names = cap.names
-        self._name_order = cap.name_order
+        self._labels = cap.labels
+        self._label_order = cap.label_order
         self._getters = [_getter(cap, key) for key in order]
 
     def __call__(self, i: int) -> tuple[float | str, ...]:
         if not self._getters:
-            return (-self._free_slots[i], self._names[i])
-        return (*(g(i) for g in self._getters), self._names[i])
+            return (-self._free_slots[i], self._labels[i])
+        return (*(g(i) for g in self._getters), self._labels[i])
 
     def best(self, indices: list[int]) -> int:
         """The most preferred of `indices` (not empty)."""
@@ -66,17 +67,17 @@ class HostOrder:
         tied = [i for i in indices if free[i] == most]
         if len(tied) == 1:
             return tied[0]
-        # (the least name without a key: compiled, each key call is a slow generic
+        # (the least label without a key: compiled, each key call is a slow generic
         # call; one-slot jobs on hosts alike meet this in bench_easy.py)
-        names = self._names
-        labels = [names[i] for i in tied]
-        return tied[labels.index(min(labels))]
+        labels = self._labels
+        tied_labels = [labels[i] for i in tied]
+        return tied[tied_labels.index(min(tied_labels))]
 
     def ranked(self, indices: list[int]) -> list[int]:
         """`indices` in preference order."""
         if self._getters:
             return sorted(indices, key=self)
-        return default_ranked(indices, self._free_slots, self._names, self._name_order)
+        return default_ranked(indices, self._free_slots, self._labels, self._label_order)
 
 
 class RequestedFirst(HostOrder):
@@ -102,19 +103,20 @@ class RequestedFirst(HostOrder):
 
 
 def default_ranked(
-    indices: list[int], free_slots: list[int], names: list[str], name_order: list[int]
+    indices: list[int], free_slots: list[int], labels: list[str], label_order: list[int]
 ) -> list[int]:
     """Hosts in the default preference order: the most free slots first, then by name
-    (in name order, then stably by free slots). `name_order`: the real hosts' indices
-    by name; taken instead of sorting names when `indices` are many of them."""
+    (in label order, then stably by free slots: sched/labels.py). `label_order`: the
+    real hosts' indices by label; taken instead of sorting labels when `indices` are
+    many of them."""
     ranked: list[int] | None = None
-    if len(indices) * 8 >= len(name_order):
+    if len(indices) * 8 >= len(label_order):
         wanted = set(indices)
-        ranked = [i for i in name_order if i in wanted]
-        if len(ranked) != len(indices):  # not all real hosts (virtual ones have no name)
+        ranked = [i for i in label_order if i in wanted]
+        if len(ranked) != len(indices):  # not all real hosts (virtual ones have no label)
             ranked = None
     if ranked is None:
-        ranked = sorted(indices, key=names.__getitem__)
+        ranked = sorted(indices, key=labels.__getitem__)
     if ranked:
         # (no sort when every host has as many free: compiled, each key call is a slow
         # generic call; reservations on hosts alike meet this in bench_easy.py)
@@ -130,28 +132,28 @@ def spread_everywhere(
     cands: list[int],
     members: set[int],
     free_slots: list[int],
-    names: list[str],
-    name_order: list[int],
+    labels: list[str],
+    label_order: list[int],
     n: int,
 ) -> dict[int, int] | None:
     """What `spread(default_ranked(cands, ...), free_slots.__getitem__, n)` finds, for
     candidates that are exactly the set `members` (not empty): every open host with a
-    free slot. When they all have the same free slots, the first ones by name take the
-    job, found without ranking them all."""
+    free slot. When they all have the same free slots, the first ones by label take
+    the job, found without ranking them all."""
     same = free_slots[cands[0]]
     for index in cands:
         if free_slots[index] != same:
             return spread(
-                default_ranked(cands, free_slots, names, name_order), free_slots.__getitem__, n
+                default_ranked(cands, free_slots, labels, label_order), free_slots.__getitem__, n
             )
     wanted = -(-n // same)  # hosts that take the job
     if wanted > len(cands):
         return None
-    if len(cands) * 4 < len(name_order):  # few candidates: sort their names
-        chosen = sorted(cands, key=names.__getitem__)[:wanted]
-    else:  # many: the first of them in name order
+    if len(cands) * 4 < len(label_order):  # few candidates: sort their labels
+        chosen = sorted(cands, key=labels.__getitem__)[:wanted]
+    else:  # many: the first of them in label order
         chosen = []
-        for index in name_order:
+        for index in label_order:
             if index in members:
                 chosen.append(index)
                 if len(chosen) == wanted:

@@ -198,10 +198,10 @@ class Evaluator:
             # slots are usable, and they add up to enough (quick_failure).
             if cands is self.everywhere and len(cands) == len(cap.open_free):
                 placed = spread_everywhere(
-                    cands, cap.open_free, cap.free_slots, cap.names, cap.name_order, bucket.n
+                    cands, cap.open_free, cap.free_slots, cap.labels, cap.label_order, bucket.n
                 )
             else:
-                ranked = default_ranked(cands, cap.free_slots, cap.names, cap.name_order)
+                ranked = default_ranked(cands, cap.free_slots, cap.labels, cap.label_order)
                 placed = spread(ranked, cap.free_slots.__getitem__, bucket.n)
             if placed is not None:
                 return placed, {}

@@ -13,6 +13,7 @@ from xce.sched.buckets import LimitRef
 from xce.sched.errors import SchedulerInputError
 from xce.sched.host_changes import drop_free, went_idle
 from xce.sched.hosts import OPEN_STATE
+from xce.sched.labels import relabel
 from xce.sched.pools import PoolRecord
 from xce.sched.runlimit import run_limit
 from xce.sched.usage import SLOTS_ONLY, Use, host_use
@@ -159,8 +160,11 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
         running = host.running
         if sign > 0:
             running[job_id] = slots  # (what it holds: sched/plan.py reads it)
-            if host.template is not None and index in idle:
-                del idle[index]
+            if host.template is not None:
+                if index in idle:
+                    del idle[index]
+                if index in state.fresh:  # (its first job: static hosts now come first)
+                    relabel(state, host)
         else:
             del running[job_id]  # (set when it started: the host cannot have left)
             if not running:
@@ -168,6 +172,8 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
                 if host.template is not None:
                     idle[index] = host
                     went_idle(state, host)
+                    if time == host.joined:  # (its jobs took no time: idle since it
+                        relabel(state, host)  # joined, as a replay of its facts finds it)
         if free > 0 and host.state == OPEN_STATE:
             open_free.add(index)
         else:
