@@ -83,14 +83,10 @@ class SchedulerState:
         self.capacity_version = 0  # bumped by every event that may change what fits
         self.hosts: list[HostRecord | None] = []
         self.names: list[str] = []  # host names by index ("" where none)
-        # Sort labels by index (sched/labels.py: the name, or for a provisioned host
-        # the name after a mark of what it has done), the indices of the hosts present
-        # in label order, where the last host went in or left it, and the provisioned
-        # hosts labelled fresh (idle since they joined, requested for no job).
-        self.labels: list[str] = []
-        self.label_order: list[int] = []
-        self._label_hint = 0
-        self.fresh: set[int] = set()
+        self.labels: list[str] = []  # sort labels by index (sched/labels.py)
+        self.label_order: list[int] = []  # indices of the hosts present, by label
+        self._label_hint = 0  # where the last host went in or left label_order
+        self.fresh: set[int] = set()  # provisioned hosts labelled fresh
         self.host_by_name: dict[str, HostRecord] = {}
         self.free_slots: list[int] = []
         self.free_res: dict[str, list[float]] = {}
