@@ -7,10 +7,10 @@ since it joined comes before every static host (it was obtained for waiting work
 given none, it would go back unused), and one that has run a job comes after them
 (its work done, static hosts take the new work and it goes idle and back). The job a
 host was requested for still takes it first (sched/placement.py RequestedFirst), and
-holds it while the rest of its supply comes (sched/holds.py). Static
-hosts are labelled by name, so a cluster without provisioned hosts, or with
-`static_first: false`, orders hosts by name alone. The hosts present are kept in
-label order (`state.label_order`), so that placements read it instead of sorting.
+holds it while the rest of its supply comes (sched/holds.py). Static hosts are
+labelled by name, so a cluster without provisioned hosts, or with `static_first:
+false`, orders hosts by name alone. The hosts present are kept in label order
+(`state.label_order`), so that placements read it instead of sorting.
 """
 
 from __future__ import annotations
