@@ -220,7 +220,10 @@ def test_page_in_chromium(cluster: LiveCluster, jobs: dict[str, int], chromium: 
     assert chromium.find_element(By.ID, "token").get_attribute("type") == "password"
     chromium.find_element(By.ID, "token").send_keys("xce_not_a_token")
     chromium.find_element(By.CSS_SELECTOR, "form button").click()
-    assert "Unknown or revoked token" in chromium.find_element(By.CLASS_NAME, "error").text
+    # the click returns before the form's page has loaded: wait for it
+    [error] = wait_for(lambda: chromium.find_elements(By.CLASS_NAME, "error"), 10,
+                       "the sign-in error")
+    assert "Unknown or revoked token" in error.text
     chromium.find_element(By.ID, "token").send_keys(cluster.token("admin"))
     chromium.find_element(By.CSS_SELECTOR, "form button").click()
     wait_for(lambda: chromium.find_elements(By.ID, "pending"), 10, "the status page")
