@@ -293,6 +293,13 @@ def test_plain_placement_is_place(drawn: tuple[SchedulerState, list[int], int]) 
     assert default_ranked(cands, cap.free_slots, cap.labels, cap.label_order) == expected
     # Whether it sorts the labels or takes the state's label order (fewer candidates).
     assert default_ranked(cands, cap.free_slots, cap.labels, []) == expected
+    # The first pick's shortcut through the label order, when it finds one, is the
+    # most preferred host (it finds one whenever a host of the most slots is all free).
+    key = HostOrder(cap, ())
+    found = key.widest(set(cands))
+    assert found is None or found == key.best(cands) == expected[0]
+    if any(cap.free_slots[i] == state.widest for i in cands):
+        assert found == expected[0]
     # The state's label order: every host present, by name (static hosts: labels are
     # names).
     present = [h.index for h in state.hosts if h is not None]

@@ -273,9 +273,12 @@ def _reclaim(
         return actions
     keep = config.min_hosts
     lifetime, now = config.max_lifetime, inp.now
+    # (the states read once: compiled, each `HostState.X` is a slow generic lookup
+    # through the enum's metaclass, and this loop is hot in elastic simulations)
+    ok, closed = HostState.OK, HostState.CLOSED
     open_count = dict(inp.alive)
     for host in inp.hosts:
-        if host.state != HostState.OK:
+        if host.state != ok:
             open_count[host.template] = open_count.get(host.template, 0) - 1
     idle = {h.host: h.idle_for for h in inp.idle.hosts}
     wanted = _wanted(inp, config) if idle else set()
@@ -283,10 +286,10 @@ def _reclaim(
     # In join order (names are unique: no two entries tie)
     for host in _in_join_order(inp.hosts):
         state, template = host.state, host.template
-        if state == HostState.CLOSED and host.running == 0:
+        if state == closed and host.running == 0:
             actions.append(DecommissionHost(host.name, "drained and empty"))
             continue
-        if state != HostState.OK:
+        if state != ok:
             continue
         if lifetime > 0 and now - host.joined >= lifetime:
             actions.append(DrainHost(host.name, f"maximum lifetime ({seconds_figure(lifetime)} s)",

@@ -132,6 +132,7 @@ class Bucket:
         "share_trace",
         "shared",
         "single",
+        "slots_only",
         "smallest",
         "unit",
         "use",
@@ -191,6 +192,10 @@ class Bucket:
             self.single or per_slot or gpus or shared or req.order or ptile is not None
             or self.exclusive
         )
+        # Slots alone in the default order, on one host or spread: plain, or one slot.
+        self.slots_only = self.plain or (n == 1 and not (
+            per_slot or gpus or shared or req.order or self.exclusive
+        ))
         # The catalog pass's static verdicts per template (catalog.StaticFit), filled
         # on first use (the configuration is fixed for the bucket's life: a new
         # configuration makes new buckets).

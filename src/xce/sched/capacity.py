@@ -35,6 +35,7 @@ class Capacity:
         "open_free",
         "pool_free",
         "version",
+        "widest",
     )
 
     def __init__(self, state: SchedulerState) -> None:
@@ -48,6 +49,7 @@ class Capacity:
         self.names = state.names  # names of real hosts by index (not of virtual hosts)
         self.labels = state.labels  # their sort labels (sched/labels.py)
         self.label_order = state.label_order  # real hosts in label order
+        self.widest = state.widest  # no real host has more slots
         self.free_slots = list(state.free_slots)
         self.free_res = {res: list(col) for res, col in state.free_res.items()}
         self.pool_free: dict[PoolRecord, float] = (

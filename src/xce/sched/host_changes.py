@@ -42,6 +42,7 @@ def add_host_record(
     )
     if gpus and NGPUS not in state.free_res:
         gpu_column(state)
+    state.widest = max(state.widest, slots)
     if index == len(state.hosts):
         state.hosts.append(host)
         state.names.append(name)

@@ -45,12 +45,13 @@ class HostOrder:
     `order[-r]` the least; ties by name (host names are unique: no two hosts tie).
     Names are compared as sort labels (sched/labels.py: static hosts first)."""
 
-    __slots__ = ("_free_slots", "_getters", "_label_order", "_labels")
+    __slots__ = ("_free_slots", "_getters", "_label_order", "_labels", "_widest")
 
     def __init__(self, cap: Capacity, order: tuple[OrderKey, ...]) -> None:
         self._free_slots = cap.free_slots
         self._labels = cap.labels
         self._label_order = cap.label_order
+        self._widest = cap.widest
         self._getters = [_getter(cap, key) for key in order]
 
     def __call__(self, i: int) -> tuple[float | str, ...]:
@@ -79,6 +80,23 @@ class HostOrder:
             return sorted(indices, key=self)
         return default_ranked(indices, self._free_slots, self._labels, self._label_order)
 
+    def widest(self, members: set[int]) -> int | None:
+        """`best` of `members`, the real hosts with a free slot, when it is found in
+        label order before `best` would cost more (a few times as many hosts as
+        `members`): the first with every slot free and as many slots as any host has
+        had (none has more free). None: not found so, or an `order[]`. (Hot in
+        simulations of big machines of one-slot hosts: a job that starts at once would
+        rank every free host, while busy ones fill the start of the label order;
+        bench_easy.py, RICC-2010-2.)"""
+        if self._getters:
+            return None
+        free, widest = self._free_slots, self._widest
+        order = self._label_order
+        for index in order[: 3 * len(members) + 64] if len(order) > 4 * len(members) else order:
+            if index in members and free[index] >= widest:
+                return index
+        return None
+
 
 class RequestedFirst(HostOrder):
     """The preference of a job some hosts were requested for (`HostAdded`'s
@@ -100,6 +118,9 @@ class RequestedFirst(HostOrder):
 
     def ranked(self, indices: list[int]) -> list[int]:
         return sorted(indices, key=self)
+
+    def widest(self, members: set[int]) -> int | None:
+        return None  # (the requested hosts come first: HostOrder's shortcut does not hold)
 
 
 def default_ranked(

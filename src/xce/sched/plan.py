@@ -25,6 +25,7 @@ from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
+from xce.sched.placement import default_ranked, spread
 from xce.sched.state import SchedulerState
 from xce.sched.usage import Use, host_use
 
@@ -328,6 +329,30 @@ class Plan:
         total = sum([slots for _index, slots, _res in self.holdback(bucket)])
         self._held = (elig, version, changes, total)
         return total
+
+    def unclaimed(self, bucket: Bucket, cands: list[int]) -> dict[int, int] | None:
+        """Where a job of a slots-only bucket (Bucket.slots_only) goes now on its
+        candidates, less what the one booking claims of them within its window: the
+        default placement on that capacity (what placing it with `holdback` held back
+        finds, in one pass). None: no claims are known (the caller holds back), or
+        the slots do not add up. (Hot in EASY simulations of big machines.)"""
+        claims = self._claims
+        if claims is None:
+            return None
+        if self.now + bucket.window <= self.bookings[0].start:
+            claims = {}  # (it ends before the reservation starts: nothing held back)
+        scratch = self._scratch
+        if scratch is None:
+            scratch = self._scratch = Capacity(self.state)
+        free, target = self.cap.free_slots, scratch.free_slots
+        kept: list[int] = []
+        for index in cands:
+            left = free[index] - max(0, claims.get(index, 0))
+            if left > 0:
+                target[index] = left
+                kept.append(index)
+        ranked = default_ranked(kept, target, self.cap.labels, self.cap.label_order)
+        return spread(ranked, target.__getitem__, bucket.n)
 
     def undisturbed(self, bucket: Bucket, placed: dict[int, int]) -> bool:
         """Whether a placement found on the free capacity is the one found without

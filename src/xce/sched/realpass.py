@@ -434,11 +434,15 @@ class RealPass:
         unplaced = self._unplaced
         if unplaced is not None and self.now + bucket.window <= unplaced[2]:
             return evaluator.place_on(bucket, cands)  # it ends before the only reservation
-        if bucket.plain and self.trace is None and self._delays(bucket, cands):
-            # Slots alone, no pend reasons: the free slots of its hosts, less what is
-            # held back of them, do not add up; known before placing it (hot in EASY
-            # simulations: most jobs behind a reservation fail so).
-            return Failure(RESOURCE, "reservation", "Would delay a reservation")
+        if bucket.slots_only and self.trace is None:
+            if self._delays(bucket, cands):
+                # Slots alone, no pend reasons: the free slots of its hosts, less what is
+                # held back of them, do not add up; known before placing it (hot in EASY
+                # simulations: most jobs behind a reservation fail so).
+                return Failure(RESOURCE, "reservation", "Would delay a reservation")
+            placed = self.ensure_plan().unclaimed(bucket, cands)
+            if placed is not None:
+                return placed, {}
         outcome = evaluator.place_on(bucket, cands)
         if isinstance(outcome, Failure):
             return outcome
@@ -581,7 +585,10 @@ class RealPass:
         key = evaluator.key_for(bucket)
         # The first job goes on the most preferred host; a heap of preference is built
         # (from the capacity then left) only if another job follows.
-        self._dispatch(bucket, order[pos], {key.best(fits): n}, {})
+        first = None
+        if fits is evaluator.everywhere and len(fits) == len(cap.open_free):
+            first = key.widest(cap.open_free)
+        self._dispatch(bucket, order[pos], {key.best(fits) if first is None else first: n}, {})
         pos += 1
         heap: list[tuple[tuple[float | str, ...], int]] | None = None
         while True:

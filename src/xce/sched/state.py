@@ -89,6 +89,7 @@ class SchedulerState:
         self.fresh: set[int] = set()  # provisioned hosts labelled fresh
         self.host_by_name: dict[str, HostRecord] = {}
         self.free_slots: list[int] = []
+        self.widest = 0  # the most slots any host has had (placement.HostOrder.widest)
         self.free_res: dict[str, list[float]] = {}
         self.open_free: set[int] = set()  # open hosts with a free slot
         self._free_drops = 0  # removals from open_free since it was last rebuilt
