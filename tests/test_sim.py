@@ -863,3 +863,28 @@ def test_cli_sim_run_bad_reserve_depth_is_one_line(tmp_path, value):
     assert result.output == (
         f"Error: --reserve-depth: expected a whole number >= 0, got '{value}'\n"
     )
+
+
+@pytest.mark.parametrize("trace", ["HPC2N-2002-2.2-cln", "SDSC-SP2-1998-4.2-cln"])
+def test_elastic_easy_without_pend_reasons_decides_the_same(trace: str) -> None:
+    """The lean sessions of `xce sim run` take shortcuts behind a reservation (a job
+    placed on what the reservation leaves, in one pass: sched/plan.py `unclaimed`);
+    on a real trace, half static plus bursting with EASY, with hosts requested for
+    jobs, every decision is the one the sessions with pend reasons make."""
+    path = TRACES / f"{trace}.swf.gz"
+    if not path.exists():
+        pytest.fail(f"the shared trace {path} is missing")
+    workload = transform(load_workload(path), first=1500)
+    config = sized_cluster(workload, elastic=0.5, lead_time=120, idle_time=600,
+                           backfill=True, reserve_depth=1)
+    config = msgspec.structs.replace(
+        config, policy=msgspec.structs.replace(config.policy, persistence=0))
+    runs = [Simulator(config, workload, reasons=reasons) for reasons in (True, False)]
+    for sim in runs:
+        sim.run()
+    a, b = (sim.summary() for sim in runs)
+    a.pop("wall_seconds")
+    b.pop("wall_seconds")
+    assert a == b
+    assert runs[0].metrics.started == runs[1].metrics.started
+    assert a["hosts_joined"] > 0 and a["jobs_backfilled"] > 0

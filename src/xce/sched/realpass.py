@@ -440,7 +440,8 @@ class RealPass:
                 # held back of them, do not add up; known before placing it (hot in EASY
                 # simulations: most jobs behind a reservation fail so).
                 return Failure(RESOURCE, "reservation", "Would delay a reservation")
-            placed = self.ensure_plan().unclaimed(bucket, cands)
+            # (hosts requested for the job come first among equals: evaluate below)
+            placed = None if evaluator.requested else self.ensure_plan().unclaimed(bucket, cands)
             if placed is not None:
                 return placed, {}
         outcome = evaluator.place_on(bucket, cands)
