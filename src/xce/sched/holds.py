@@ -95,9 +95,14 @@ class ElasticHolds:
         free = self._free
         if free is None:
             open_free, provisioned = self.cap.open_free, self.state.provisioned
-            free = self._free = [
-                i for i in provisioned if i in open_free and provisioned[i].is_open
-            ]
+            # (the smaller side: most provisioned hosts are busy, or most hosts are
+            # static; the order is the choice's, which sorts them: hot in elastic
+            # simulations)
+            if len(open_free) < len(provisioned):
+                free = [i for i in open_free if i in provisioned and provisioned[i].is_open]
+            else:
+                free = [i for i in provisioned if i in open_free and provisioned[i].is_open]
+            self._free = free
         elif self.hosts:
             held = self.hosts
             free = self._free = [i for i in free if i not in held]
