@@ -435,15 +435,9 @@ class RealPass:
         if unplaced is not None and self.now + bucket.window <= unplaced[2]:
             return evaluator.place_on(bucket, cands)  # it ends before the only reservation
         if bucket.slots_only and self.trace is None:
-            if self._delays(bucket, cands):
-                # Slots alone, no pend reasons: the free slots of its hosts, less what is
-                # held back of them, do not add up; known before placing it (hot in EASY
-                # simulations: most jobs behind a reservation fail so).
-                return Failure(RESOURCE, "reservation", "Would delay a reservation")
-            # (hosts requested for the job come first among equals: evaluate below)
-            placed = None if evaluator.requested else self.ensure_plan().unclaimed(bucket, cands)
-            if placed is not None:
-                return placed, {}
+            lean = _lean_placement(self, bucket, cands)
+            if lean is not None:
+                return lean
         outcome = evaluator.place_on(bucket, cands)
         if isinstance(outcome, Failure):
             return outcome
@@ -467,13 +461,6 @@ class RealPass:
             )
             return Failure(RESOURCE, "reservation", reason, detail)
         return lowered
-
-    def _delays(self, bucket: Bucket, cands: list[int]) -> bool:
-        """Whether the free slots of the bucket's candidates, less what reservations
-        hold back of them within its window, are fewer than its jobs need."""
-        assert isinstance(bucket.eligible, Eligible)
-        free = self.evaluator.free_on(bucket.eligible, cands)
-        return free - self.ensure_plan().held_slots(bucket) < bucket.n
 
     def ensure_plan(self) -> Plan:
         """The session's plan, made when first needed (with this session's dispatches
@@ -724,3 +711,20 @@ class RealPass:
             return -1
         trace.append(TraceEntry(job.id, stage, failure.check, failure.detail))
         return len(trace) - 1
+
+
+def _lean_placement(real: RealPass, bucket: Bucket, cands: list[int]) -> Placement | Failure | None:
+    """Where a slots-only job goes now behind reservations, in a session without pend
+    reasons (hot in EASY simulations): a failure when the free slots of its
+    candidates, less what reservations hold back of them within its window, do not
+    add up (known before placing it: most jobs behind a reservation fail so); else
+    its placement on what the one booking leaves (sched/plan.py `unclaimed`). None:
+    the usual evaluation decides (no claims known, or hosts requested for the job,
+    which it takes first among equals)."""
+    assert isinstance(bucket.eligible, Eligible)
+    plan = real.ensure_plan()
+    free = real.evaluator.free_on(bucket.eligible, cands)
+    if free - plan.held_slots(bucket) < bucket.n:
+        return Failure(RESOURCE, "reservation", "Would delay a reservation")
+    placed = None if real.evaluator.requested else plan.unclaimed(bucket, cands)
+    return None if placed is None else (placed, {})
