@@ -865,15 +865,15 @@ def test_cli_sim_run_bad_reserve_depth_is_one_line(tmp_path, value):
     )
 
 
-@pytest.mark.parametrize("trace", ["HPC2N-2002-2.2-cln", "SDSC-SP2-1998-4.2-cln"])
-def test_elastic_easy_without_pend_reasons_decides_the_same(trace: str) -> None:
+@pytest.mark.parametrize(
+    "path", [p for p in TRACE_FILES if p.name.startswith(("HPC2N", "SDSC"))],
+    ids=lambda p: p.name.split("-")[0],
+)
+def test_elastic_easy_without_pend_reasons_decides_the_same(path: Path) -> None:
     """The lean sessions of `xce sim run` take shortcuts behind a reservation (a job
     placed on what the reservation leaves, in one pass: sched/plan.py `unclaimed`);
     on a real trace, half static plus bursting with EASY, with hosts requested for
     jobs, every decision is the one the sessions with pend reasons make."""
-    path = TRACES / f"{trace}.swf.gz"
-    if not path.exists():
-        pytest.fail(f"the shared trace {path} is missing")
     workload = transform(load_workload(path), first=1500)
     config = sized_cluster(workload, elastic=0.5, lead_time=120, idle_time=600,
                            backfill=True, reserve_depth=1)
