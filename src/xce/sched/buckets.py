@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from xce.model.cluster import Queue, ResourceDef
+from xce.model.cluster import HostTemplate, Queue, ResourceDef
 from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.resreq import ResReq
@@ -117,6 +117,7 @@ class Bucket:
         "failure",
         "fits",
         "gpus",
+        "holdable",
         "hosts",
         "key",
         "limit",
@@ -200,6 +201,9 @@ class Bucket:
         # on first use (the configuration is fixed for the bucket's life: a new
         # configuration makes new buckets).
         self.fits: object | None = None
+        # The templates (by rank) whose hosts could take its jobs, with the slots of
+        # one an empty host holds (sched/holds_real.py), found on first use.
+        self.holdable: list[tuple[HostTemplate, int]] | None = None
         # Its eligible hosts (eligibility.Eligible, kept up to date by the state), once
         # looked up: also fixed for the bucket's life.
         self.eligible: object | None = None

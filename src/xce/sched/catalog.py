@@ -39,7 +39,7 @@ from xce.sched.virtual import TemplateSupply, static_verdict, virtual_of
 class Placed:
     """Where the catalog pass put one job, and when all its supply is expected."""
 
-    __slots__ = ("job", "joined", "new_hosts", "start", "template", "tokens")
+    __slots__ = ("job", "joined", "new_hosts", "start", "static", "template", "tokens")
 
     def __init__(
         self, job: int, template: TemplateSupply | None, new_hosts: bool, tokens: list[TokenUse],
@@ -51,6 +51,7 @@ class Placed:
         self.tokens = tokens
         self.start = start  # when all its supply is expected
         self.joined: dict[int, int] = {}  # joined hosts it holds (sched/holds.py): slots
+        self.static = 0  # of those, static hosts (sched/holds_real.py)
 
 
 Outcome = Placed | Failure | None  # None: nothing provisionable could help
@@ -442,6 +443,7 @@ class CatalogPass:
         placed = self._commit(bucket, job, supply, chosen, new_hosts, tokens, opened, start)
         supply.free_total += bucket.n - hold.rest  # (joined hosts: not the template's total)
         placed.joined = hold.hosts
+        placed.static = hold.static
         return placed
 
     def _commit(

@@ -38,7 +38,11 @@ def waiting_reason(placed: Placed) -> str:
         )
         if placed.joined:
             held = _plural(sum(placed.joined.values()), "slot")
-            parts.append(f"holds {held} on {_plural(len(placed.joined), 'joined host')}")
+            if placed.static:  # (free static hosts too: sched/holds_real.py)
+                where = f"{_plural(len(placed.joined), 'host')} ({placed.static} static)"
+            else:
+                where = _plural(len(placed.joined), "joined host")
+            parts.append(f"holds {held} on {where}")
     for use in placed.tokens:
         if use.short <= 0:
             continue

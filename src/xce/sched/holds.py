@@ -35,7 +35,7 @@ class JoinedHold:
     `template` from `start`, with `rest` slots still to come on virtual hosts (in
     `pieces`, each on a host of its own, for a job with span[ptile])."""
 
-    __slots__ = ("booked", "hosts", "pieces", "rest", "start", "template")
+    __slots__ = ("booked", "hosts", "pieces", "rest", "start", "static", "template")
 
     def __init__(
         self, template: HostTemplate, hosts: dict[int, int], rest: int,
@@ -47,6 +47,7 @@ class JoinedHold:
         self.pieces = pieces
         self.start = start
         self.booked = booked
+        self.static = 0  # of `hosts`, those that are not provisioned (holds_real.py)
 
 
 class ElasticHolds:
@@ -80,7 +81,7 @@ class ElasticHolds:
             return None
         template, hosts, pieces = found
         rest = bucket.n - sum(hosts.values())
-        start = self._start_of(template, bucket, rest, len(pieces))
+        start = self.start_of(template, bucket, rest, len(pieces))
         if start is None:
             return None
         booked = plan.book(job, start, bucket.limit, hosts, bucket.use)
@@ -137,7 +138,19 @@ class ElasticHolds:
                 return template, share, pieces
         return None
 
-    def _start_of(
+    def room_for(self, template: HostTemplate, count: int) -> bool:
+        """Whether `count` more hosts of `template` could come: in-flight ones not
+        given to a hold yet, then new ones within its allowance."""
+        left = len(self._arrivals_of(template.name)) - self._counted.get(template.name, 0)
+        return count <= left + self.state.new_hosts_allowed(template)
+
+    def _arrivals_of(self, name: str) -> list[float]:
+        arrivals = self._arrivals.get(name)
+        if arrivals is None:
+            arrivals = self._arrivals[name] = expected_arrivals(self.state, name, self.now)
+        return arrivals
+
+    def start_of(
         self, template: HostTemplate, bucket: Bucket, rest: int, pieces: int
     ) -> float | None:
         """When the rest of a job's slots (`pieces` of them with a span) are expected
@@ -149,9 +162,7 @@ class ElasticHolds:
         if per_host < bucket.smallest:
             return None
         count = pieces if bucket.pieces else -(-rest // per_host)
-        arrivals = self._arrivals.get(name)
-        if arrivals is None:
-            arrivals = self._arrivals[name] = expected_arrivals(self.state, name, self.now)
+        arrivals = self._arrivals_of(name)
         counted = self._counted.get(name, 0)
         if counted + count <= len(arrivals):
             self._counted[name] = counted + count

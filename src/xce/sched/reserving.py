@@ -12,6 +12,7 @@ from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.earliest import earliest_start
 from xce.sched.failure import Failure, Settled
 from xce.sched.holds import JoinedHold
+from xce.sched.holds_real import hold_on_real
 from xce.sched.plan import Plan
 from xce.sched.reasons import RESOURCE, clock, on_hosts, reserved, span
 
@@ -73,7 +74,8 @@ def hold(real: RealPass, bucket: Bucket, job: PendingJob, failure: Failure) -> b
     blocked jobs (sched/holds.py); False: it holds none. Its bucket goes on (the
     catalog pass places the rest of it)."""
     assert real.holds is not None
-    hold = real.holds.hold(bucket, job.id, real.ensure_plan())
+    plan = real.ensure_plan()
+    hold = real.holds.hold(bucket, job.id, plan) or hold_on_real(real.holds, bucket, job.id, plan)
     if hold is None:
         return False
     if real.trace is None:  # (no pend reasons: the words are not needed)
@@ -88,11 +90,17 @@ def _held_detail(hold: JoinedHold, failure: Failure, now: float) -> str:
     slots = sum(hold.hosts.values())
     return (
         f"{failure.detail}. Held: {slots} slots on {on_hosts(hold.booked.hosts)} "
-        f"(joined from template {hold.template.name}) from {clock(hold.start)} "
+        f"({_held_from(hold)}) from {clock(hold.start)} "
         f"(in {span(hold.start - now)}), when the other {hold.rest} slots are "
         "expected on its hosts; later jobs may use them only as backfill that ends "
         "by then"
     )
+
+
+def _held_from(hold: JoinedHold) -> str:
+    if hold.static:  # (free static hosts too: sched/holds_real.py)
+        return f"{hold.static} static, the rest from template {hold.template.name}"
+    return f"joined from template {hold.template.name}"
 
 
 def window_words(bucket: Bucket) -> str:
