@@ -141,8 +141,11 @@ class ElasticHolds:
     def room_for(self, template: HostTemplate, count: int) -> bool:
         """Whether `count` more hosts of `template` could come: in-flight ones not
         given to a hold yet, then new ones within its allowance."""
+        allowed = self.state.new_hosts_allowed(template)
+        if count <= allowed:  # (hot: most jobs; the arrivals are not needed)
+            return True
         left = len(self._arrivals_of(template.name)) - self._counted.get(template.name, 0)
-        return count <= left + self.state.new_hosts_allowed(template)
+        return count <= left + allowed
 
     def _arrivals_of(self, name: str) -> list[float]:
         arrivals = self._arrivals.get(name)
