@@ -133,7 +133,7 @@ class ElasticHolds:
             room = {i: cap.usable(i, use) for i in found}
             labels = cap.labels  # (by name: sched/labels.py)
             ranked = sorted(found, key=lambda i: (-room[i], labels[i]))
-            share, pieces = _share(ranked, room, bucket.n, bucket.pieces)
+            share, pieces = take_share(ranked, room, bucket.n, bucket.pieces)
             if share and (pieces if bucket.pieces else sum(share.values()) < bucket.n):
                 return template, share, pieces
         return None
@@ -176,7 +176,7 @@ class ElasticHolds:
         return self.now + self.state.lead_time(name)
 
 
-def _share(
+def take_share(
     ranked: list[int], room: dict[int, int], n: int, pieces: tuple[int, ...]
 ) -> tuple[dict[int, int], tuple[int, ...]]:
     """A job's share of `ranked` hosts (`room`: its slots each can take): slot by slot

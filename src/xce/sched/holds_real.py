@@ -22,7 +22,7 @@ from __future__ import annotations
 from xce.model.cluster import HostTemplate
 from xce.sched.buckets import Bucket
 from xce.sched.eligibility import Eligible
-from xce.sched.holds import ElasticHolds, JoinedHold, empty_room
+from xce.sched.holds import ElasticHolds, JoinedHold, empty_room, take_share
 from xce.sched.plan import Plan
 from xce.sched.state import SchedulerState
 from xce.sched.virtual import template_verdict, virtual_of
@@ -78,14 +78,10 @@ def _hold(
             joined += slots
     if holds.room_for(template, -(-(n - joined) // per_host)):
         return None  # the catalog pass places it wholly on the template
-    share: dict[int, int] = {}
-    left = n
-    for index, slots in free.items():
-        take = min(slots, left)
-        share[index] = take
-        left -= take
-        if not left:
-            return None  # (it fits: it failed for a reason a hold does not change)
+    share, _pieces = take_share(list(free), free, n, ())
+    left = n - sum(share.values())
+    if not left:
+        return None  # (it fits: it failed for a reason a hold does not change)
     start = holds.start_of(template, bucket, left, 0)
     if start is None:
         return None
