@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 from aiohttp import web
 
+from xce.cli.ha_cmds import controller_status
 from xce.config import ConfigError, load_config
 from xce.controller.app import make_app
 from xce.controller.auth import AuthError, TokenStore
@@ -242,3 +243,6 @@ def _publish(state_dir: Path, name: str, url: str) -> None:
     partial = state_dir / (name + ".tmp")
     partial.write_text(url + "\n")
     os.replace(partial, state_dir / name)
+
+
+controller.add_command(controller_status)

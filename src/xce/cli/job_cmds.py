@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Sequence
 
 import click
 
@@ -225,6 +224,3 @@ def acct(client: Client, user: str | None, queue: str | None, window: str | None
         _echo_json(summary)
     else:
         _echo_lines(acct_lines(summary))
-
-
-JOB_COMMANDS: Sequence[click.Command] = (peek, hist, acct)

@@ -5,25 +5,50 @@ from __future__ import annotations
 import click
 
 from xce import __version__
-from xce.cli.agent_cmd import agent
 from xce.cli.client import connection_options, remember_connection
-from xce.cli.client_cmds import CLIENT_COMMANDS
-from xce.cli.control_cmds import CONTROL_COMMANDS
-from xce.cli.controller_cmd import controller, init, token
-from xce.cli.demo_cmd import demo
-from xce.cli.fairshare_cmd import fairshare
-from xce.cli.ha_cmds import admin, controller_status
-from xce.cli.job_cmds import JOB_COMMANDS
-from xce.cli.modify_cmds import MODIFY_COMMANDS
-from xce.cli.provisioner_cmd import provisioner
-from xce.cli.requests_cmd import history, requests
-from xce.cli.sched_cmd import sched
-from xce.cli.sim_cmd import sim
-from xce.cli.supply_cmds import resources
-from xce.license.command import license_pool
+from xce.cli.lazy import LazyGroup
+
+# Each command's module, imported when the command runs (cli/lazy.py).
+_CLIENT, _CONTROL, _JOB, _MODIFY = (
+    f"xce.cli.{name}" for name in ("client_cmds", "control_cmds", "job_cmds", "modify_cmds")
+)
+COMMANDS = {
+    "acct": f"{_JOB}:acct",
+    "admin": "xce.cli.ha_cmds:admin",
+    "agent": "xce.cli.agent_cmd:agent",
+    "bottom": f"{_MODIFY}:bottom",
+    "controller": "xce.cli.controller_cmd:controller",
+    "demand": f"{_CLIENT}:demand",
+    "demo": "xce.cli.demo_cmd:demo",
+    "fairshare": "xce.cli.fairshare_cmd:fairshare",
+    "hist": f"{_JOB}:hist",
+    "history": "xce.cli.requests_cmd:history",
+    "host": f"{_CLIENT}:host",
+    "hosts": f"{_CLIENT}:hosts",
+    "idle": f"{_CLIENT}:idle",
+    "init": "xce.cli.controller_cmd:init",
+    "jobs": f"{_CLIENT}:jobs",
+    "kill": f"{_CONTROL}:kill",
+    "license-pool": "xce.license.command:license_pool",
+    "modify": f"{_MODIFY}:modify",
+    "peek": f"{_JOB}:peek",
+    "provisioner": "xce.cli.provisioner_cmd:provisioner",
+    "queues": f"{_CLIENT}:queues",
+    "requests": "xce.cli.requests_cmd:requests",
+    "requeue": f"{_CONTROL}:requeue",
+    "resources": "xce.cli.supply_cmds:resources",
+    "resume": f"{_CONTROL}:resume",
+    "sched": "xce.cli.sched_cmd:sched",
+    "sim": "xce.cli.sim_cmd:sim",
+    "stop": f"{_CONTROL}:stop",
+    "submit": f"{_CLIENT}:submit",
+    "switch": f"{_MODIFY}:switch",
+    "token": "xce.cli.controller_cmd:token",
+    "top": f"{_MODIFY}:top",
+}
 
 
-@click.group()
+@click.group(cls=LazyGroup, lazy=COMMANDS)
 @click.version_option(__version__)
 @connection_options
 @click.pass_context
@@ -37,21 +62,3 @@ def main(ctx: click.Context, controller: str | None, token_file: str | None) -> 
     """
     remember_connection(ctx, controller, token_file)
 
-
-main.add_command(sched)
-main.add_command(init)
-main.add_command(token)
-controller.add_command(controller_status)
-main.add_command(controller)
-main.add_command(admin)
-main.add_command(agent)
-main.add_command(provisioner)
-main.add_command(demo)
-for command in (*CLIENT_COMMANDS, *CONTROL_COMMANDS, *JOB_COMMANDS, *MODIFY_COMMANDS):
-    main.add_command(command)
-main.add_command(resources)
-main.add_command(fairshare)
-main.add_command(requests)
-main.add_command(history)
-main.add_command(sim)
-main.add_command(license_pool)

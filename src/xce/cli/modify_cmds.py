@@ -92,6 +92,3 @@ def switch(client: Client, queue: str, job_ids: tuple[JobRef, ...]) -> None:
     """Move pending jobs to QUEUE, like bswitch (a running job is refused)."""
     _each_job(job_ids, lambda ref: client.switch(target(client, ref), queue),
               f"is switched to queue <{queue}>")
-
-
-MODIFY_COMMANDS: list[click.Command] = [modify, top, bottom, switch]
