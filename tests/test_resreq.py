@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import pickle
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -378,12 +379,28 @@ def test_evaluating_ten_thousand_hosts_is_fast() -> None:
         }
         for i in range(10_000)
     ]
-    start = time.perf_counter()
-    count = sum(1 for h in hosts if sel(h))
-    elapsed = time.perf_counter() - start
     expected = sum(1 for i in range(10_000) if (i % 9000 > 4000 or i % 3 >= 1) and not i % 2)
-    assert count == expected
-    assert elapsed < 0.5  # about 30 ms when compiled to closures
+    assert sum(1 for h in hosts if sel(h)) == expected
+
+    def by_hand(h: Attrs) -> bool:  # the same test written out: the yardstick
+        return (
+            h["type"] == "X86_64"
+            and (float(h["mem"]) > 4000 or float(h["gpu"]) >= 1)
+            and not h["ssd"]
+            and h["model"] != "Opteron"
+        )
+
+    def best(predicate: Callable[[Attrs], bool]) -> float:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            sum(1 for h in hosts if predicate(h))
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    # A ratio to the test written out, not a time (the bound was 0.5 s, and a loaded
+    # machine once took 0.53 s): load slows both. Compiled to closures, about 10-20 x.
+    assert best(sel) < 60 * best(by_hand)
 
 
 # ---------------------------------------------------------------------------- errors
