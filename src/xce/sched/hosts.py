@@ -95,3 +95,10 @@ def template_allowed(patterns: tuple[str, ...] | None, template: str) -> bool:
     if patterns is None:
         return True
     return any(p.startswith("template:") and fnmatchcase(template, p[9:]) for p in patterns)
+
+
+def host_at(hosts: list[HostRecord | None], index: int) -> HostRecord:
+    """The host at `index` of a state's hosts (one that is present)."""
+    host = hosts[index]
+    assert host is not None
+    return host

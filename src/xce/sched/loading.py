@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from xce.model.cluster import ClusterConfig
 from xce.sched.buckets import PendingJob
 from xce.sched.host_changes import add_host_record, hosts_changed, went_idle
-from xce.sched.hosts import HostRecord
+from xce.sched.hosts import HostRecord, host_at
 from xce.sched.labels import relabel
 from xce.sched.pools import PoolRecord
 from xce.sched.running import RunningJob, start_job
@@ -152,7 +152,7 @@ def _restore_jobs(
     state.waits.restoring = True  # (running jobs come back whatever waits)
     for run in running:
         state._submit(run.spec)
-        names = {state._host_at(i).name: n for i, n in run.hosts.items()}
+        names = {host_at(state.hosts, i).name: n for i, n in run.hosts.items()}
         start_job(
             state, run.spec.id, names, {r: p.name for r, p in run.pools.items()}, run.start
         )

@@ -39,12 +39,13 @@ class Booking:
     """A reservation booked in the profile, as a held-back job names it (its hosts and
     times are in the profile's steps)."""
 
-    __slots__ = ("job", "seq", "start")
+    __slots__ = ("hosts", "job", "seq", "start")
 
-    def __init__(self, seq: int, job: int, start: float) -> None:
+    def __init__(self, seq: int, job: int, start: float, hosts: dict[int, int]) -> None:
         self.seq = seq  # bookings are made in scheduling order
         self.job = job
         self.start = start
+        self.hosts = hosts
 
 
 class HostProfile:
@@ -211,7 +212,7 @@ class Plan:
         searched, self._found = self._found, None
         first = not self.bookings
         self._claims = None
-        booking = Booking(len(self.bookings), job, start)
+        booking = Booking(len(self.bookings), job, start, hosts)
         self.bookings.append(booking)
         self._change(start, -1, hosts, use)
         if end != math.inf:

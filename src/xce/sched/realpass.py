@@ -34,6 +34,7 @@ from xce.sched.placement import (
 )
 from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
+from xce.sched.quiet import QuietMemo, placed_again, quiet_since
 from xce.sched.reasons import (
     LIMIT,
     RESOURCE,
@@ -363,6 +364,7 @@ class RealPass:
         self._lazy = self.trace is None and self.holds is None and not state.countable_pools
         self._unplaced: tuple[Bucket, PendingJob, float] | None = None  # (and its start)
         self.unnamed = 0
+        self.quiet: QuietMemo | None = None  # what the session before found (sched/quiet.py)
         # Buckets with a job that hosts were requested for (sched/requested.py)
         self._requesting = requesting_buckets(state) if state.requested_for else set()
 
@@ -373,8 +375,11 @@ class RealPass:
         fair = bool(self.state.fairshare.trees)
         if fair:
             rank_buckets(self.state, self.now, self.trace)
+        self.quiet = quiet_since(self.state, self.now)  # (after submissions alone)
         for seq, bucket in enumerate(self.state.buckets.values()):
             order, start = bucket.ordered()
+            if self.quiet is not None:
+                start = self.quiet.first_to_look_at(bucket, order, start)
             if start < len(order):
                 never = ever.never(self.state, bucket)
                 if never is not None:  # nothing could ever run them: they pend for it
@@ -475,7 +480,7 @@ class RealPass:
         if unplaced is not None:  # (nothing changed since it was found to fit)
             self._unplaced = None
             bucket, job, start = unplaced
-            found = earliest_start(plan, bucket)
+            found = placed_again(plan, self, job) or earliest_start(plan, bucket)
             assert found is not None and found[0] == start
             book(self, plan, bucket, job, start, found[1])
         return plan

@@ -14,6 +14,7 @@ from xce.sched.failure import Failure, Settled
 from xce.sched.holds import JoinedHold
 from xce.sched.holds_real import hold_on_real
 from xce.sched.plan import Plan
+from xce.sched.quiet import placed_again, start_again
 from xce.sched.reasons import RESOURCE, clock, on_hosts, reserved, span
 
 if TYPE_CHECKING:
@@ -25,13 +26,13 @@ def reserve(real: RealPass, bucket: Bucket, job: PendingJob, failure: Failure) -
     which it fits over its window on the profile. False: it never fits."""
     plan = real.ensure_plan()
     if real._lazy and bucket.plain and not plan.bookings:
-        fits = earliest_start(plan, bucket, place=False)
+        fits = start_again(real, job) or earliest_start(plan, bucket, place=False)
         if fits is None:
             return False
         real._unplaced = (bucket, job, fits[0])
         real.settled.append(Settled(bucket, [job], failure, -1))
         return True
-    found = earliest_start(plan, bucket)
+    found = placed_again(plan, real, job) or earliest_start(plan, bucket)
     if found is None:
         return False
     start, hosts = found

@@ -12,7 +12,7 @@ from xce.model.result import SortKey
 from xce.sched.buckets import LimitRef
 from xce.sched.errors import SchedulerInputError
 from xce.sched.host_changes import drop_free, went_idle
-from xce.sched.hosts import OPEN_STATE
+from xce.sched.hosts import OPEN_STATE, host_at
 from xce.sched.labels import relabel
 from xce.sched.pools import PoolRecord
 from xce.sched.runlimit import run_limit
@@ -97,7 +97,7 @@ def start_job(
         insort(state.ends, (run.end, job_id, run))
     run.use = bucket.use
     if bucket.exclusive:
-        run.held = {i: state._host_at(i).slots for i in placed}
+        run.held = {i: host_at(state.hosts, i).slots for i in placed}
     if bucket.shared:
         run.shared = dict(bucket.shared)
     run.limit_refs = job.limit_refs
@@ -124,7 +124,7 @@ def _infer_pool(state: SchedulerState, resource: str, placed: dict[int, int]) ->
     """The first pool reachable from every host of the job (FORMATS.md)."""
     pools = state.pools[resource]
     for pool in pools:
-        if all(pool.reaches(state._host_at(i)) for i in placed):
+        if all(pool.reaches(host_at(state.hosts, i)) for i in placed):
             return pool
     return pools[0]
 

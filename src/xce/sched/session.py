@@ -19,6 +19,7 @@ from xce.sched.demand import demand, pend_groups, supply_holds
 from xce.sched.failure import Settled
 from xce.sched.idle import idle_due, idle_supply
 from xce.sched.preemption import PreemptionPass, requeued_victims, resumable
+from xce.sched.quiet import remember
 from xce.sched.realpass import RealPass
 from xce.sched.reasons import HELD, HOLD
 from xce.sched.state import SchedulerState
@@ -47,6 +48,7 @@ def run_session(
     resumes = resumable(state, cap) if state.preemptions.suspended else []
     real = RealPass(state, cap, trace if reasons else None, now)
     real.run()
+    remember(state, real, now)  # (for a next session after submissions alone)
     settled = real.settled
     preemptions: list[Preemption] = []
     victims: list[Settled] = []  # being requeued: their demand, no pend group

@@ -50,6 +50,7 @@ from xce.sched.loading import load_config
 from xce.sched.modify import check_modified, modify_job, moved_order
 from xce.sched.pools import PoolRecord
 from xce.sched.preempted import PreemptBook, preempt, resume
+from xce.sched.quiet import QuietMemo
 from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
 from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
@@ -138,10 +139,10 @@ class SchedulerState:
         self._valid_res: set[str] = set()  # requirement strings checked against config
         # (slots, free) -> the shared "not enough job slots" failure (failure.Failure)
         self.slot_failures: dict[tuple[int, int], object] = {}
-        # Bucket failures reused from an earlier session (Bucket.failure), over every
-        # session on this state: counted by the real pass, read-only for the rest (tests,
-        # the controller's GET /demand). Equal live and simulated on the same events.
+        # Bucket failures reused from an earlier session (Bucket.failure), counted by the
+        # real pass (read by tests, GET /demand): equal live and simulated.
         self.failure_cache_hits = 0
+        self.quiet: QuietMemo | None = None  # the last lean session's (sched/quiet.py)
         self.fairshare = Fairshare()  # fairshare queues' shares and usage (fairshare.py)
         self.preemptions = PreemptBook()  # preemptions under way (sched/preempted.py)
         if config is not None:
@@ -158,6 +159,8 @@ class SchedulerState:
         if type(event) is JobSubmitted:
             self._submit(event.job)  # (a new job changes who is queued, not what fits)
             return
+        if self.quiet is not None:
+            self.quiet = self.quiet.after(event)
         if type(event) is JobStarted:
             if self.waiting and event.job in self.waiting:
                 self.waits.dispatched(self, event.job)
@@ -245,11 +248,6 @@ class SchedulerState:
         host = self.host_by_name.get(name)
         if host is None:
             raise SchedulerInputError(f"unknown host '{name}'")
-        return host
-
-    def _host_at(self, index: int) -> HostRecord:
-        host = self.hosts[index]
-        assert host is not None
         return host
 
     # ------------------------------------------------------------------ pools, supply
@@ -434,6 +432,8 @@ class SchedulerState:
         job.bucket = bucket
         bucket.add(job)
         self.pending[job.id] = job
+        if self.quiet is not None:
+            self.quiet = self.quiet.queued(job, bucket)
 
     def _dequeue(self, job_id: int) -> PendingJob:
         job = self.pending.pop(job_id, None)

@@ -1,0 +1,226 @@
+"""Sessions after submissions alone (sched/quiet.py): the memo a lean session leaves
+lets the next one look only at the reserved job and the jobs submitted since, and
+take the reservation where it was. Every decision must be a full session's.
+
+The differential tests feed two scheduler states the same events; before each of its
+sessions the second one's memo is dropped (a full session), and the two sessions'
+dispatches, backfilled jobs and timers must be equal. They also require the memo to
+have been used, so that they cannot pass without exercising it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xce.config import load_config_text
+from xce.model.events import JobFinished, JobStarted, JobSubmitted, SchedulerEvent
+from xce.model.jobs import JobSpec
+from xce.sched.quiet import quiet_since
+from xce.sched.session import run_session
+from xce.sched.state import SchedulerState
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+def cluster(hosts: int, slots: int = 1, backfill: bool = True, depth: int = 1) -> str:
+    return textwrap.dedent(f"""\
+        cluster: quiet
+        reserve_depth: {depth}
+        hosts:
+          - {{name: "h[001-{hosts:03d}]", slots: {slots}}}
+        queues:
+          - {{name: normal, priority: 30, backfill: {str(backfill).lower()}}}
+          - {{name: high, priority: 50, backfill: {str(backfill).lower()}}}
+        """)
+
+
+@dataclass
+class Job:
+    id: int
+    submit: float
+    run: float
+    n: int
+    limit: float | None
+    queue: str = "normal"
+    priority: int = 0  # (bsub -sp)
+
+
+@dataclass
+class Twins:
+    """Two states fed the same events: `quiet` keeps its memo, `full` never has one."""
+
+    config: str
+    quiet: SchedulerState = field(init=False)
+    full: SchedulerState = field(init=False)
+    hits: int = 0
+    sessions: int = 0
+    starts: list[tuple[float, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        loaded = load_config_text(self.config, "quiet.yaml")
+        self.quiet, self.full = SchedulerState(loaded), SchedulerState(loaded)
+
+    def apply(self, event: SchedulerEvent) -> None:
+        self.quiet.apply(event)
+        self.full.apply(event)
+
+    def session(self, now: float) -> list[tuple[int, dict[str, int]]]:
+        """Both sessions; their dispatches (equal), applied to both states."""
+        self.hits += quiet_since(self.quiet, now) is not None
+        self.sessions += 1
+        self.full.quiet = None
+        a = run_session(self.quiet, now, reasons=False)
+        b = run_session(self.full, now, reasons=False)
+        assert a.dispatch == b.dispatch, f"at {now}: {a.dispatch} != {b.dispatch}"
+        assert a.backfilled == b.backfilled, f"at {now}"
+        assert a.next_due == b.next_due, f"at {now}"
+        for d in a.dispatch:
+            self.apply(JobStarted(job=d.job, hosts=d.hosts, time=now))
+            self.starts.append((now, d.job))
+        return [(d.job, d.hosts) for d in a.dispatch]
+
+
+def replay(twins: Twins, jobs: list[Job]) -> Twins:
+    """A simulation of `jobs` (sessions at every submit and end, as the reference EASY
+    has them), each job running its recorded time."""
+    runs = {job.id: job.run for job in jobs}
+    events: list[tuple[float, int, int]] = [(job.submit, 1, i) for i, job in enumerate(jobs)]
+    heapq.heapify(events)
+    while events:
+        now = events[0][0]
+        while events and events[0][0] == now:
+            _time, kind, what = heapq.heappop(events)
+            if kind == 0:
+                twins.apply(JobFinished(job=what, time=now))
+            else:
+                job = jobs[what]
+                twins.apply(JobSubmitted(job=JobSpec(
+                    id=job.id, queue=job.queue, n=job.n, submit=now, run_limit=job.limit,
+                    priority=job.priority,
+                )))
+        for job_id, _hosts in twins.session(now):
+            heapq.heappush(events, (now + runs[job_id], 0, job_id))
+    return twins
+
+
+def swf_jobs(path: Path, first: int, hosts: int) -> list[Job]:
+    """The first jobs of an SWF trace that fit the machine (limits from field 9)."""
+    jobs: list[Job] = []
+    with gzip.open(path, "rt") as lines:
+        for line in lines:
+            fields = line.split()
+            if not fields or line.startswith(";"):
+                continue
+            submit, run, procs = float(fields[1]), float(fields[3]), int(fields[4])
+            if procs <= 0 and int(fields[7]) > 0:
+                procs = int(fields[7])
+            limit = float(fields[8])
+            if run < 0 or procs <= 0 or procs > hosts:
+                continue
+            jobs.append(Job(len(jobs) + 1, submit, run, procs, limit if limit > 0 else None))
+            if len(jobs) == first:
+                break
+    return jobs
+
+
+@pytest.mark.skipif(not TRACES.is_dir(), reason="no shared traces beside the repository")
+@pytest.mark.parametrize(("name", "hosts"), [("SDSC-SP2-1998-4.2-cln", 128),
+                                             ("CTC-SP2-1996-3.1-cln", 338)])
+def test_easy_on_a_real_trace_decides_as_full_sessions(name: str, hosts: int) -> None:
+    """EASY (depth 1, backfill) on one-slot hosts over a real trace's first 3,000 jobs:
+    every session's decisions equal a full session's, and most sessions after
+    submissions alone use the memo."""
+    twins = replay(Twins(cluster(hosts)), swf_jobs(TRACES / f"{name}.swf.gz", 3000, hosts))
+    assert twins.hits > twins.sessions // 10, (twins.hits, twins.sessions)
+
+
+def test_the_reserved_job_and_a_new_short_job() -> None:
+    """Four hosts. Job 1 (3 hosts, limit 100) runs; job 2 (4 hosts) reserves every host
+    from 100; job 3 (2 hosts) pends behind it. Job 4 (1 host, limit 50) comes at 10: the
+    memo holds (submissions alone), and job 4 backfills on the free host h004, while job
+    3 is not looked at and still pends. Job 5 (1 host, limit 500) at 20 would run past
+    the reservation: it pends. Job 1 ends at 30: the memo is dropped, and job 2 starts."""
+    twins = Twins(cluster(4))
+    twins.apply(JobSubmitted(job=JobSpec(id=1, n=3, run_limit=100)))
+    assert twins.session(0) == [(1, {"h001": 1, "h002": 1, "h003": 1})]
+    twins.apply(JobSubmitted(job=JobSpec(id=2, n=4, run_limit=100, submit=1)))
+    twins.apply(JobSubmitted(job=JobSpec(id=3, n=2, run_limit=100, submit=1)))
+    assert twins.session(1) == []
+    assert twins.quiet.quiet is not None and twins.quiet.quiet.start == 100
+    twins.apply(JobSubmitted(job=JobSpec(id=4, n=1, run_limit=50, submit=10)))
+    assert quiet_since(twins.quiet, 10) is not None
+    assert twins.session(10) == [(4, {"h004": 1})]
+    twins.apply(JobSubmitted(job=JobSpec(id=5, n=1, run_limit=500, submit=20)))
+    assert twins.session(20) == []
+    assert twins.hits == 3  # (the sessions at 1, 10 and 20)
+    twins.apply(JobFinished(job=1, time=30))
+    assert quiet_since(twins.quiet, 30) is None
+    assert twins.session(30) == []  # (job 4 holds h004 until 60)
+    twins.apply(JobFinished(job=4, time=60))
+    assert twins.session(60) == [(2, {"h001": 1, "h002": 1, "h003": 1, "h004": 1})]
+
+
+def test_what_drops_the_memo() -> None:
+    """A job that comes first in scheduling order (a higher queue), a start that is not
+    the session's dispatch, and a reservation waiting for a job past its limit: each
+    makes a full session."""
+    twins = Twins(cluster(2))
+    twins.apply(JobSubmitted(job=JobSpec(id=1, n=1, run_limit=100)))
+    twins.apply(JobSubmitted(job=JobSpec(id=2, n=2, run_limit=100)))
+    assert twins.session(0) == [(1, {"h001": 1})]
+    assert twins.quiet.quiet is not None
+    twins.apply(JobSubmitted(job=JobSpec(id=3, n=1, queue="high", run_limit=10, submit=5)))
+    assert twins.quiet.quiet is None  # (job 3 comes before job 2)
+    assert twins.session(5) == [(3, {"h002": 1})]
+    twins.apply(JobSubmitted(job=JobSpec(id=4, n=1, run_limit=10, submit=6)))
+    assert quiet_since(twins.quiet, 6) is not None
+    assert quiet_since(twins.quiet, 100) is None  # (job 1 is past its limit: the
+    # reservation, at its planned end, moves to one second from now)
+    twins.apply(JobStarted(job=4, hosts={"h002": 1}, time=6))  # (not a dispatch)
+    assert twins.quiet.quiet is None
+
+
+def test_no_memo_on_hosts_of_several_slots() -> None:
+    twins = Twins(cluster(2, slots=4))
+    twins.apply(JobSubmitted(job=JobSpec(id=1, n=6, run_limit=100)))
+    twins.apply(JobSubmitted(job=JobSpec(id=2, n=8, run_limit=100)))
+    twins.session(0)
+    assert twins.quiet.quiet is None
+
+
+JOBS = st.lists(
+    st.tuples(
+        st.integers(0, 40),  # submitted this many seconds after the job before
+        st.integers(1, 200),  # run time
+        st.integers(1, 6),  # hosts
+        st.sampled_from([None, 20, 60, 150, 400]),  # run limit (runs past it too)
+        st.sampled_from(["normal", "normal", "normal", "high"]),
+        st.sampled_from([0, 0, 0, 3, 7]),  # user priority: a later job may come first
+    ),
+    min_size=1, max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JOBS, st.booleans(), st.sampled_from([0, 1]))
+def test_random_workloads_decide_as_full_sessions(
+    rows: list[tuple[int, int, int, int | None, str, int]], backfill: bool, depth: int
+) -> None:
+    """Random workloads on six one-slot hosts, two queues and user priorities (a job
+    submitted later may come before jobs that pend, or before the one that reserved),
+    with or without backfill, depth 0 or 1: every session's decisions equal a full
+    session's."""
+    jobs, submit = [], 0.0
+    for i, (gap, run, n, limit, queue, priority) in enumerate(rows):
+        submit += gap
+        jobs.append(Job(i + 1, submit, float(run), n, limit, queue, priority))
+    replay(Twins(cluster(6, backfill=backfill, depth=depth)), jobs)
+
