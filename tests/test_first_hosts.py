@@ -1,0 +1,67 @@
+"""A reservation on one-slot hosts takes the first hosts by name that are free by its
+start (sched/earliest.py `_first_hosts`): the same hosts as the general placement.
+
+Two states are fed the same events; in the second, `widest` says hosts have had two
+slots, which sends every placement through the general path (candidates, ranking,
+spread). Sessions with pend reasons name their reservations' hosts: those, the
+dispatches and the backfilled jobs must be equal.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_quiet import JOBS, Job, cluster
+
+from xce.config import load_config_text
+from xce.model.events import JobFinished, JobStarted, JobSubmitted
+from xce.model.jobs import JobSpec
+from xce.sched.session import run_session
+from xce.sched.state import SchedulerState
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JOBS, st.booleans(), st.sampled_from([1, 2]))
+def test_reservations_on_one_slot_hosts_take_the_hosts_the_general_placement_takes(
+    rows: list[tuple[int, int, int, int | None, str, int]], backfill: bool, depth: int
+) -> None:
+    loaded = load_config_text(cluster(6, backfill=backfill, depth=depth), "first.yaml")
+    fast, general = SchedulerState(loaded), SchedulerState(loaded)
+    general.widest = 2
+    jobs, submit = [], 0.0
+    for i, (gap, run, n, limit, queue, priority) in enumerate(rows):
+        submit += gap
+        jobs.append(Job(i + 1, submit, float(run), n, limit, queue, priority))
+    ends: list[tuple[float, int]] = []
+    reserved = 0
+    for job in jobs + [Job(0, float("inf"), 0, 1, None)]:
+        while ends and min(ends)[0] <= job.submit:
+            now = min(ends)[0]
+            for end in [e for e in ends if e[0] == now]:
+                ends.remove(end)
+                for state in (fast, general):
+                    state.apply(JobFinished(job=end[1], time=now))
+            reserved += _session(fast, general, now, ends, jobs)
+        if job.id == 0:
+            break
+        for state in (fast, general):
+            state.apply(JobSubmitted(job=JobSpec(
+                id=job.id, queue=job.queue, n=job.n, submit=job.submit,
+                run_limit=job.limit, priority=job.priority,
+            )))
+        reserved += _session(fast, general, job.submit, ends, jobs)
+
+
+def _session(
+    fast: SchedulerState, general: SchedulerState, now: float,
+    ends: list[tuple[float, int]], jobs: list[Job],
+) -> int:
+    a, b = run_session(fast, now), run_session(general, now)
+    assert a.dispatch == b.dispatch, now
+    assert a.backfilled == b.backfilled, now
+    assert a.reservations == b.reservations, now
+    for d in a.dispatch:
+        for state in (fast, general):
+            state.apply(JobStarted(job=d.job, hosts=d.hosts, time=now))
+        ends.append((now + jobs[d.job - 1].run, d.job))
+    return len(a.reservations)
