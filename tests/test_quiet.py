@@ -62,7 +62,6 @@ class Twins:
     full: SchedulerState = field(init=False)
     hits: int = 0
     sessions: int = 0
-    starts: list[tuple[float, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         loaded = load_config_text(self.config, "quiet.yaml")
@@ -84,7 +83,6 @@ class Twins:
         assert a.next_due == b.next_due, f"at {now}"
         for d in a.dispatch:
             self.apply(JobStarted(job=d.job, hosts=d.hosts, time=now))
-            self.starts.append((now, d.job))
         return [(d.job, d.hosts) for d in a.dispatch]
 
 
