@@ -61,6 +61,7 @@ class Twins:
     quiet: SchedulerState = field(init=False)
     full: SchedulerState = field(init=False)
     hits: int = 0
+    grown: int = 0  # (hits after an end)
     sessions: int = 0
 
     def __post_init__(self) -> None:
@@ -73,7 +74,9 @@ class Twins:
 
     def session(self, now: float) -> list[tuple[int, dict[str, int]]]:
         """Both sessions; their dispatches (equal), applied to both states."""
-        self.hits += quiet_since(self.quiet, now) is not None
+        memo = quiet_since(self.quiet, now)
+        self.hits += memo is not None
+        self.grown += memo is not None and memo.grown
         self.sessions += 1
         self.full.quiet = None
         a = run_session(self.quiet, now, reasons=False)
@@ -138,6 +141,7 @@ def test_easy_on_a_real_trace_decides_as_full_sessions(name: str, hosts: int) ->
     submissions alone use the memo."""
     twins = replay(Twins(cluster(hosts)), swf_jobs(TRACES / f"{name}.swf.gz", 3000, hosts))
     assert twins.hits > twins.sessions // 10, (twins.hits, twins.sessions)
+    assert twins.grown > twins.sessions // 10, (twins.grown, twins.sessions)
 
 
 def test_the_reserved_job_and_a_new_short_job() -> None:
@@ -164,6 +168,63 @@ def test_the_reserved_job_and_a_new_short_job() -> None:
     assert twins.session(30) == []  # (job 4 holds h004 until 60)
     twins.apply(JobFinished(job=4, time=60))
     assert twins.session(60) == [(2, {"h001": 1, "h002": 1, "h003": 1, "h004": 1})]
+
+
+def test_an_end_that_leaves_the_reservation_where_it_is() -> None:
+    """Four hosts. Job 1 (2 hosts, limit 100) and job 2 (1 host, limit 300) run; job 3
+    (4 hosts) reserves every host from 300, 1 slot short just before then; job 4 (2
+    hosts, limit 50) pends (one host free). Job 1 ends early at 20, before the start:
+    the memo holds (grown), job 3 still cannot start, and job 4 backfills on h001 and
+    h002 (it ends at 70). Job 2 then ends at 30, planned at the start itself: that
+    slot was the shortfall, so the memo is dropped (the reservation moves to 70)."""
+    twins = Twins(cluster(4))
+    twins.apply(JobSubmitted(job=JobSpec(id=1, n=2, run_limit=100)))
+    twins.apply(JobSubmitted(job=JobSpec(id=2, n=1, run_limit=300)))
+    assert twins.session(0) == [(1, {"h001": 1, "h002": 1}), (2, {"h003": 1})]
+    twins.apply(JobSubmitted(job=JobSpec(id=3, n=4, run_limit=100, submit=1)))
+    twins.apply(JobSubmitted(job=JobSpec(id=4, n=2, run_limit=50, submit=1)))
+    assert twins.session(1) == []
+    memo = twins.quiet.quiet
+    assert memo is not None and (memo.start, memo.need) == (300, 1)
+    twins.apply(JobFinished(job=1, time=20))
+    memo = quiet_since(twins.quiet, 20)
+    assert memo is not None and memo.grown and memo.need == 1
+    assert twins.session(20) == [(4, {"h001": 1, "h002": 1})]
+    assert twins.grown == 1
+    twins.apply(JobFinished(job=2, time=30))
+    assert twins.quiet.quiet is None
+    assert twins.session(30) == []
+    twins.apply(JobFinished(job=4, time=70))
+    assert twins.session(70) == [(3, {"h001": 1, "h002": 1, "h003": 1, "h004": 1})]
+
+
+@pytest.mark.parametrize(("ended", "kept"), [("h004", True), ("h001", False)])
+def test_an_end_after_the_start_on_a_host_before_the_reservations_last(
+    ended: str, kept: bool
+) -> None:
+    """Job 1 (2 hosts, limit 100) runs on h001-h002 or h002-h003, job 2 (1 host,
+    limit 500) on the remaining host at either end, one host is free; job 3 (3 hosts)
+    reserves from 100 on the first three hosts free by then, and job 4 (1 host, limit
+    500) would run past that on the free host: it pends, and the reservation is placed.
+    Job 2 ends at 10, planned after the start: its host is newly free by the start. On
+    h004, after the reservation's last host (h003), the hosts stay and the memo holds;
+    on h001, before its last (h004), the search takes it first and the memo is
+    dropped. Either way job 4 now starts on h004."""
+    twins = Twins(cluster(4))
+    first = ["h001", "h002", "h003"] if ended == "h004" else ["h002", "h003", "h004"]
+    twins.apply(JobSubmitted(job=JobSpec(id=1, n=2, run_limit=100, hosts=tuple(first[:2]))))
+    twins.apply(JobSubmitted(job=JobSpec(id=2, n=1, run_limit=500, hosts=(ended,))))
+    assert [job for job, _hosts in twins.session(0)] == [1, 2]
+    twins.apply(JobSubmitted(job=JobSpec(id=3, n=3, run_limit=100, submit=1)))
+    twins.apply(JobSubmitted(job=JobSpec(id=4, n=1, run_limit=500, submit=1)))
+    assert twins.session(1) == []
+    memo = twins.quiet.quiet
+    assert memo is not None and (memo.start, memo.need) == (100, 2)
+    twins.apply(JobFinished(job=2, time=10))
+    memo = quiet_since(twins.quiet, 10)
+    assert (memo is not None) == kept
+    assert memo is None or memo.last == "h003"
+    assert twins.session(10) == [(4, {"h004": 1})]
 
 
 def test_what_drops_the_memo() -> None:

@@ -31,8 +31,7 @@ def earliest_start(
     for it. (Hot in EASY simulations: one sweep a session, written out.)"""
     elig = bucket.eligible
     assert isinstance(elig, Eligible)
-    hosts = elig.open
-    if not hosts:
+    if not (hosts := elig.open):
         return None
     if place and until == math.inf:
         fit = _fit_again(plan, bucket, hosts)
@@ -58,7 +57,7 @@ def earliest_start(
             time = changes[at_change][0]
         if time > until:
             return None
-        rose = False
+        before, rose = total, False  # (free slots just before `time`: sched/quiet.py)
         while at_end < count_ends:
             end = ends[at_end][0]
             if (end if end > now else soon) != time:
@@ -88,6 +87,7 @@ def earliest_start(
                         _gain_res(plan, gain_res, index, use, sign * slots)
         if total < n or (single and not rose):
             continue
+        plan.before = before
         if not place:
             assert bucket.plain and not plan.bookings
             plan._fit = (bucket, time, gain, gain_res, plan.cap.version, len(plan.changes))

@@ -131,7 +131,8 @@ class Plan:
         self.cap = cap
         self.now = now
         self.res = tuple(cap.free_res)  # the consumables, in a fixed order
-        self.booked: dict[int, list[Booking]] = {}  # reserved hosts and their bookings
+        self._booked: dict[int, list[Booking]] = {}  # reserved hosts and their bookings
+        self._unbooked: Booking | None = None  # ... but this one's hosts (`booked`)
         self.profiles: dict[int, HostProfile] = {}  # of reserved hosts, made when asked
         # This session's changes besides running jobs' ends: dispatched jobs reaching
         # their limit (+), reservations starting (-) and ending (+):
@@ -152,8 +153,13 @@ class Plan:
         # hosts, the slots it needs beyond what frees there by its start, which is
         # what it holds back of the free slots (a profile of such a host dips by
         # that at the start, nowhere else). Read instead of profiles by holdback and
-        # undisturbed (hot in EASY simulations).
+        # undisturbed (hot in EASY simulations). Only hosts with a slot free now
+        # can have a claim above 0 (it fits by then: what it needs of a full host
+        # frees by then): the others are left out, as claiming nothing.
         self._claims: dict[int, int] | None = None
+        # The free slots of the eligible hosts just before the start the last search
+        # found (sched/quiet.py: how many more must free by then to move it sooner).
+        self.before = 0
         # held_slots' last count: for whose hosts, at which capacity version and
         # number of changes, and the count.
         self._held: tuple[object, int, int, int] | None = None
@@ -218,8 +224,13 @@ class Plan:
         if end != math.inf:
             self._change(end, +1, hosts, use)
         if first and searched is not None and searched[1] is hosts and not self.res:
-            gain = searched[2]
-            self._claims = {i: slots - gain.get(i, 0) for i, slots in hosts.items()}
+            gain, free = searched[2], self.cap.open_free
+            claims = self._claims = {}
+            for index in free if len(free) < len(hosts) else hosts:
+                if index in hosts and (claim := hosts[index] - gain.get(index, 0)) > 0:
+                    claims[index] = claim
+            self._unbooked = booking  # (its claims answer for it until a second one)
+            return
         booked = self.booked
         for index in hosts:
             found = booked.get(index)
@@ -227,6 +238,18 @@ class Plan:
                 booked[index] = [booking]
             else:
                 found.append(booking)
+
+    @property
+    def booked(self) -> dict[int, list[Booking]]:
+        """The reserved hosts and their bookings, in scheduling order. (The first
+        booking's hosts are entered only when asked: with claims, a session in an
+        EASY simulation never asks, and the hosts may be thousands.)"""
+        booking = self._unbooked
+        if booking is not None:
+            self._unbooked = None
+            for index in booking.hosts:
+                self._booked[index] = [booking]
+        return self._booked
 
     def waits_for(self, hosts: dict[int, int], start: float) -> list[tuple[int, float, str]]:
         """The running jobs on `hosts` planned to end by `start`: (job, planned end,
@@ -363,13 +386,13 @@ class Plan:
         hosts cannot change which hosts come first."""
         if not self._demotes_only(bucket):
             return False
-        booked = self.booked
         stop = self.now + bucket.window
         claims = self._claims
         if claims is not None:
             if stop <= self.bookings[0].start:
                 return True
             return all(claims.get(index, 0) <= 0 for index in placed)
+        booked = self.booked
         for index in placed:
             if index in booked:
                 dip, dip_res = self._profile(index).dip(stop)

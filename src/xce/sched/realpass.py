@@ -365,6 +365,7 @@ class RealPass:
         self._unplaced: tuple[Bucket, PendingJob, float] | None = None  # (and its start)
         self.unnamed = 0
         self.quiet: QuietMemo | None = None  # what the session before found (sched/quiet.py)
+        self.need = 0  # ... and what the first reservation's search found (QuietMemo.need)
         # Buckets with a job that hosts were requested for (sched/requested.py)
         self._requesting = requesting_buckets(state) if state.requested_for else set()
 

@@ -26,15 +26,22 @@ def reserve(real: RealPass, bucket: Bucket, job: PendingJob, failure: Failure) -
     which it fits over its window on the profile. False: it never fits."""
     plan = real.ensure_plan()
     if real._lazy and bucket.plain and not plan.bookings:
-        fits = start_again(real, job) or earliest_start(plan, bucket, place=False)
+        fits = start_again(real, job)
         if fits is None:
-            return False
+            fits = earliest_start(plan, bucket, place=False)
+            if fits is None:
+                return False
+            real.need = bucket.n - plan.before
         real._unplaced = (bucket, job, fits[0])
         real.settled.append(Settled(bucket, [job], failure, -1))
         return True
-    found = placed_again(plan, real, job) or earliest_start(plan, bucket)
+    found = placed_again(plan, real, job)
     if found is None:
-        return False
+        found = earliest_start(plan, bucket)
+        if found is None:
+            return False
+        if not plan.bookings:
+            real.need = bucket.n - plan.before
     start, hosts = found
     booked = book(real, plan, bucket, job, start, hosts)
     if booked is None or real.trace is None:  # (no pend reasons: no words needed)

@@ -84,7 +84,7 @@ def run_session(
         state.waits.orphans(state, now) if state.waits.blocking else ([], math.inf)
     )
     # Hosts the plan holds for a job are not idle (sched/holds.py).
-    booked = real.plan.booked if real.plan is not None else None
+    booked = real.plan.booked if real.plan is not None and state.idle_provisioned else None
     idle = idle_supply(state, now, real.dispatch, cap, booked)
     # The only timers of a session: idle supply reaching its idle time. A planned end
     # or a reservation's start is no timer: a job reaching its limit ends (an event)

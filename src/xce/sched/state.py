@@ -160,7 +160,7 @@ class SchedulerState:
             self._submit(event.job)  # (a new job changes who is queued, not what fits)
             return
         if self.quiet is not None:
-            self.quiet = self.quiet.after(event)
+            self.quiet = self.quiet.after(event, self)
         if type(event) is JobStarted:
             if self.waiting and event.job in self.waiting:
                 self.waits.dispatched(self, event.job)
