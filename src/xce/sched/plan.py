@@ -306,7 +306,7 @@ class Plan:
         free_slots, columns = cap.free_slots, [cap.free_res[r] for r in self.res]
         elig = bucket.eligible
         assert isinstance(elig, Eligible)
-        usable, booked, open_free = elig.open, self.booked, cap.open_free
+        usable, open_free = elig.open, cap.open_free
         held: list[Held] = []
         claims = self._claims
         if claims is not None:
@@ -320,6 +320,7 @@ class Plan:
                 if slots > 0:
                     held.append((index, slots, ()))
             return held
+        booked = self.booked
         # (the smaller of the reserved hosts and the open hosts with a free slot)
         for index in open_free if len(open_free) < len(booked) else list(booked):
             free = free_slots[index]
