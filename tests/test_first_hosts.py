@@ -19,13 +19,40 @@ from xce.model.jobs import JobSpec
 from xce.sched.session import run_session
 from xce.sched.state import SchedulerState
 
+# On 64 hosts: wide jobs fill the machine, and a narrow job blocked behind them finds
+# fewer than 8 hosts free by its start (`_first_of_few`, not the walk of every host).
+FEW = st.lists(
+    st.tuples(
+        st.integers(0, 40), st.integers(1, 200), st.sampled_from([1, 2, 3, 5, 7, 30, 50]),
+        st.sampled_from([None, 20, 60, 150, 400]),
+        st.sampled_from(["normal", "normal", "normal", "high"]), st.sampled_from([0, 0, 3]),
+    ),
+    min_size=1, max_size=40,
+)
+
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JOBS, st.booleans(), st.sampled_from([1, 2]))
 def test_reservations_on_one_slot_hosts_take_the_hosts_the_general_placement_takes(
     rows: list[tuple[int, int, int, int | None, str, int]], backfill: bool, depth: int
 ) -> None:
-    loaded = load_config_text(cluster(6, backfill=backfill, depth=depth), "first.yaml")
+    _compare(rows, 6, backfill, depth)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(FEW, st.booleans(), st.sampled_from([1, 2]))
+def test_reservations_when_few_hosts_are_free_by_the_start(
+    rows: list[tuple[int, int, int, int | None, str, int]], backfill: bool, depth: int
+) -> None:
+    _compare(rows, 64, backfill, depth)
+
+
+def _compare(
+    rows: list[tuple[int, int, int, int | None, str, int]], hosts: int, backfill: bool,
+    depth: int,
+) -> None:
+    """Every session of the workload on both states: the same decisions."""
+    loaded = load_config_text(cluster(hosts, backfill=backfill, depth=depth), "first.yaml")
     fast, general = SchedulerState(loaded), SchedulerState(loaded)
     general.widest = 2
     jobs, submit = [], 0.0
