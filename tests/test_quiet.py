@@ -15,6 +15,7 @@ import heapq
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -72,6 +73,10 @@ class Twins:
         self.quiet.apply(event)
         self.full.apply(event)
 
+    def submit(self, *jobs: JobSpec) -> None:
+        for job in jobs:
+            self.apply(JobSubmitted(job=job))
+
     def session(self, now: float) -> list[tuple[int, dict[str, int]]]:
         """Both sessions; their dispatches (equal), applied to both states."""
         memo = quiet_since(self.quiet, now)
@@ -89,7 +94,28 @@ class Twins:
         return [(d.job, d.hosts) for d in a.dispatch]
 
 
-def replay(twins: Twins, jobs: list[Job]) -> Twins:
+class Pair(Protocol):
+    """Two states fed the same events, whose sessions must decide alike."""
+
+    def apply(self, event: SchedulerEvent) -> None: ...
+
+    def session(self, now: float) -> list[tuple[int, dict[str, int]]]: ...
+
+
+P = TypeVar("P", bound=Pair)
+Row = tuple[int, int, int, int | None, str, int]  # a drawn job (JOBS)
+
+
+def workload(rows: list[Row]) -> list[Job]:
+    """The jobs of drawn rows, each submitted its gap after the one before."""
+    jobs, submit = [], 0.0
+    for i, (gap, run, n, limit, queue, priority) in enumerate(rows):
+        submit += gap
+        jobs.append(Job(i + 1, submit, float(run), n, limit, queue, priority))
+    return jobs
+
+
+def replay(twins: P, jobs: list[Job]) -> P:
     """A simulation of `jobs` (sessions at every submit and end, as the reference EASY
     has them), each job running its recorded time."""
     runs = {job.id: job.run for job in jobs}
@@ -151,16 +177,16 @@ def test_the_reserved_job_and_a_new_short_job() -> None:
     3 is not looked at and still pends. Job 5 (1 host, limit 500) at 20 would run past
     the reservation: it pends. Job 1 ends at 30: the memo is dropped, and job 2 starts."""
     twins = Twins(cluster(4))
-    twins.apply(JobSubmitted(job=JobSpec(id=1, n=3, run_limit=100)))
+    twins.submit(JobSpec(id=1, n=3, run_limit=100))
     assert twins.session(0) == [(1, {"h001": 1, "h002": 1, "h003": 1})]
-    twins.apply(JobSubmitted(job=JobSpec(id=2, n=4, run_limit=100, submit=1)))
-    twins.apply(JobSubmitted(job=JobSpec(id=3, n=2, run_limit=100, submit=1)))
+    twins.submit(JobSpec(id=2, n=4, run_limit=100, submit=1))
+    twins.submit(JobSpec(id=3, n=2, run_limit=100, submit=1))
     assert twins.session(1) == []
     assert twins.quiet.quiet is not None and twins.quiet.quiet.start == 100
-    twins.apply(JobSubmitted(job=JobSpec(id=4, n=1, run_limit=50, submit=10)))
+    twins.submit(JobSpec(id=4, n=1, run_limit=50, submit=10))
     assert quiet_since(twins.quiet, 10) is not None
     assert twins.session(10) == [(4, {"h004": 1})]
-    twins.apply(JobSubmitted(job=JobSpec(id=5, n=1, run_limit=500, submit=20)))
+    twins.submit(JobSpec(id=5, n=1, run_limit=500, submit=20))
     assert twins.session(20) == []
     assert twins.hits == 3  # (the sessions at 1, 10 and 20)
     twins.apply(JobFinished(job=1, time=30))
@@ -178,11 +204,11 @@ def test_an_end_that_leaves_the_reservation_where_it_is() -> None:
     h002 (it ends at 70). Job 2 then ends at 30, planned at the start itself: that
     slot was the shortfall, so the memo is dropped (the reservation moves to 70)."""
     twins = Twins(cluster(4))
-    twins.apply(JobSubmitted(job=JobSpec(id=1, n=2, run_limit=100)))
-    twins.apply(JobSubmitted(job=JobSpec(id=2, n=1, run_limit=300)))
+    twins.submit(JobSpec(id=1, n=2, run_limit=100))
+    twins.submit(JobSpec(id=2, n=1, run_limit=300))
     assert twins.session(0) == [(1, {"h001": 1, "h002": 1}), (2, {"h003": 1})]
-    twins.apply(JobSubmitted(job=JobSpec(id=3, n=4, run_limit=100, submit=1)))
-    twins.apply(JobSubmitted(job=JobSpec(id=4, n=2, run_limit=50, submit=1)))
+    twins.submit(JobSpec(id=3, n=4, run_limit=100, submit=1))
+    twins.submit(JobSpec(id=4, n=2, run_limit=50, submit=1))
     assert twins.session(1) == []
     memo = twins.quiet.quiet
     assert memo is not None and (memo.start, memo.need) == (300, 1)
@@ -212,11 +238,11 @@ def test_an_end_after_the_start_on_a_host_before_the_reservations_last(
     dropped. Either way job 4 now starts on h004."""
     twins = Twins(cluster(4))
     first = ["h001", "h002", "h003"] if ended == "h004" else ["h002", "h003", "h004"]
-    twins.apply(JobSubmitted(job=JobSpec(id=1, n=2, run_limit=100, hosts=tuple(first[:2]))))
-    twins.apply(JobSubmitted(job=JobSpec(id=2, n=1, run_limit=500, hosts=(ended,))))
+    twins.submit(JobSpec(id=1, n=2, run_limit=100, hosts=tuple(first[:2])))
+    twins.submit(JobSpec(id=2, n=1, run_limit=500, hosts=(ended,)))
     assert [job for job, _hosts in twins.session(0)] == [1, 2]
-    twins.apply(JobSubmitted(job=JobSpec(id=3, n=3, run_limit=100, submit=1)))
-    twins.apply(JobSubmitted(job=JobSpec(id=4, n=1, run_limit=500, submit=1)))
+    twins.submit(JobSpec(id=3, n=3, run_limit=100, submit=1))
+    twins.submit(JobSpec(id=4, n=1, run_limit=500, submit=1))
     assert twins.session(1) == []
     memo = twins.quiet.quiet
     assert memo is not None and (memo.start, memo.need) == (100, 2)
@@ -232,14 +258,14 @@ def test_what_drops_the_memo() -> None:
     the session's dispatch, and a reservation waiting for a job past its limit: each
     makes a full session."""
     twins = Twins(cluster(2))
-    twins.apply(JobSubmitted(job=JobSpec(id=1, n=1, run_limit=100)))
-    twins.apply(JobSubmitted(job=JobSpec(id=2, n=2, run_limit=100)))
+    twins.submit(JobSpec(id=1, n=1, run_limit=100))
+    twins.submit(JobSpec(id=2, n=2, run_limit=100))
     assert twins.session(0) == [(1, {"h001": 1})]
     assert twins.quiet.quiet is not None
-    twins.apply(JobSubmitted(job=JobSpec(id=3, n=1, queue="high", run_limit=10, submit=5)))
+    twins.submit(JobSpec(id=3, n=1, queue="high", run_limit=10, submit=5))
     assert twins.quiet.quiet is None  # (job 3 comes before job 2)
     assert twins.session(5) == [(3, {"h002": 1})]
-    twins.apply(JobSubmitted(job=JobSpec(id=4, n=1, run_limit=10, submit=6)))
+    twins.submit(JobSpec(id=4, n=1, run_limit=10, submit=6))
     assert quiet_since(twins.quiet, 6) is not None
     assert quiet_since(twins.quiet, 100) is None  # (job 1 is past its limit: the
     # reservation, at its planned end, moves to one second from now)
@@ -249,8 +275,8 @@ def test_what_drops_the_memo() -> None:
 
 def test_no_memo_on_hosts_of_several_slots() -> None:
     twins = Twins(cluster(2, slots=4))
-    twins.apply(JobSubmitted(job=JobSpec(id=1, n=6, run_limit=100)))
-    twins.apply(JobSubmitted(job=JobSpec(id=2, n=8, run_limit=100)))
+    twins.submit(JobSpec(id=1, n=6, run_limit=100))
+    twins.submit(JobSpec(id=2, n=8, run_limit=100))
     twins.session(0)
     assert twins.quiet.quiet is None
 
@@ -271,15 +297,11 @@ JOBS = st.lists(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JOBS, st.booleans(), st.sampled_from([0, 1]))
 def test_random_workloads_decide_as_full_sessions(
-    rows: list[tuple[int, int, int, int | None, str, int]], backfill: bool, depth: int
+    rows: list[Row], backfill: bool, depth: int
 ) -> None:
     """Random workloads on six one-slot hosts, two queues and user priorities (a job
     submitted later may come before jobs that pend, or before the one that reserved),
     with or without backfill, depth 0 or 1: every session's decisions equal a full
     session's."""
-    jobs, submit = [], 0.0
-    for i, (gap, run, n, limit, queue, priority) in enumerate(rows):
-        submit += gap
-        jobs.append(Job(i + 1, submit, float(run), n, limit, queue, priority))
-    replay(Twins(cluster(6, backfill=backfill, depth=depth)), jobs)
+    replay(Twins(cluster(6, backfill=backfill, depth=depth)), workload(rows))
 

@@ -149,9 +149,7 @@ def _place_at(
         bucket.plain and not booked and plan.state.widest <= 1
         and len(cap.hosts) == len(plan.state.hosts)  # (no virtual host: all labelled)
     ):
-        if (len(cap.open_free) + len(gain)) * 8 >= len(cap.label_order):  # (many)
-            return _first_hosts(plan, hosts, gain, bucket.n)
-        return _first_of_few(plan, hosts, gain, bucket.n)
+        return _first_hosts(plan, hosts, gain, bucket.n)
     scratch = plan._scratch
     if scratch is None:
         scratch = plan._scratch = Capacity(plan.state)
@@ -200,35 +198,20 @@ def _place_at(
 def _first_hosts(
     plan: Plan, hosts: set[int], gain: dict[int, int], n: int
 ) -> dict[int, int] | None:
-    """What `_place_at` finds for slots alone on one-slot hosts with nothing booked,
-    when many hosts are free by then: the first `n` eligible hosts by name that are
-    free by then (each has one slot free, so the default order is the label order: a
-    walk of it that stops there, instead of the candidates, their ranking and the
-    spread). (Hot in EASY simulations: CTC-SP2, bench/RESULTS.md.)"""
+    """What `_place_at` finds for slots alone on one-slot hosts with nothing booked:
+    the first `n` eligible hosts by name that are free by then (each has one slot
+    free, so the default order is the label order), instead of the candidates, their
+    ranking and the spread. Where many hosts are free by then, a walk of the label
+    order that stops there; where few are, those sorted by name. (Hot in EASY
+    simulations: CTC-SP2, RICC-2010-2, bench/RESULTS.md.)"""
     cap = plan.cap
-    free_slots, label_order = cap.free_slots, cap.label_order
+    free_slots, open_free, order = cap.free_slots, cap.open_free, cap.label_order
+    if (len(open_free) + len(gain)) * 8 < len(order):  # (few)
+        order = sorted(open_free | gain.keys(), key=cap.labels.__getitem__)
     placement: dict[int, int] = {}
-    for index in label_order:
+    for index in order:
         if index in hosts and free_slots[index] + gain.get(index, 0) > 0:
             placement[index] = 1
             if len(placement) == n:
                 return placement
     return None
-
-
-def _first_of_few(
-    plan: Plan, hosts: set[int], gain: dict[int, int], n: int
-) -> dict[int, int] | None:
-    """`_first_hosts` when few hosts are free by then: those (free now, or freed by
-    then) sorted by name instead of a walk of every host. (Hot in EASY simulations
-    of big machines: RICC-2010-2, bench/RESULTS.md.)"""
-    cap = plan.cap
-    free_slots = cap.free_slots
-    cands = [
-        index for index in cap.open_free | gain.keys()
-        if index in hosts and free_slots[index] + gain.get(index, 0) > 0
-    ]
-    if len(cands) < n:
-        return None
-    cands.sort(key=cap.labels.__getitem__)
-    return dict.fromkeys(cands[:n], 1)
