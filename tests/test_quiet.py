@@ -63,6 +63,7 @@ class Twins:
     full: SchedulerState = field(init=False)
     hits: int = 0
     grown: int = 0  # (hits after an end)
+    moved: int = 0  # (hits with the reservation moved to one second from now)
     sessions: int = 0
 
     def __post_init__(self) -> None:
@@ -82,6 +83,7 @@ class Twins:
         memo = quiet_since(self.quiet, now)
         self.hits += memo is not None
         self.grown += memo is not None and memo.grown
+        self.moved += memo is not None and memo.head is not None and memo.start < now + 1
         self.sessions += 1
         self.full.quiet = None
         a = run_session(self.quiet, now, reasons=False)
@@ -164,10 +166,12 @@ def swf_jobs(path: Path, first: int, hosts: int) -> list[Job]:
 def test_easy_on_a_real_trace_decides_as_full_sessions(name: str, hosts: int) -> None:
     """EASY (depth 1, backfill) on one-slot hosts over a real trace's first 3,000 jobs:
     every session's decisions equal a full session's, and most sessions after
-    submissions alone use the memo."""
+    submissions alone use the memo, some of them with the reservation moved past jobs
+    past their limit."""
     twins = replay(Twins(cluster(hosts)), swf_jobs(TRACES / f"{name}.swf.gz", 3000, hosts))
     assert twins.hits > twins.sessions // 10, (twins.hits, twins.sessions)
     assert twins.grown > twins.sessions // 10, (twins.grown, twins.sessions)
+    assert twins.moved >= 10, (twins.moved, twins.sessions)
 
 
 def test_the_reserved_job_and_a_new_short_job() -> None:
@@ -254,9 +258,9 @@ def test_an_end_after_the_start_on_a_host_before_the_reservations_last(
 
 
 def test_what_drops_the_memo() -> None:
-    """A job that comes first in scheduling order (a higher queue), a start that is not
-    the session's dispatch, and a reservation waiting for a job past its limit: each
-    makes a full session."""
+    """A job that comes first in scheduling order (a higher queue) and a start that is
+    not the session's dispatch each make a full session; a reservation waiting for jobs
+    past their limit does not (it moves to one second from now on the same hosts)."""
     twins = Twins(cluster(2))
     twins.submit(JobSpec(id=1, n=1, run_limit=100))
     twins.submit(JobSpec(id=2, n=2, run_limit=100))
@@ -267,10 +271,66 @@ def test_what_drops_the_memo() -> None:
     assert twins.session(5) == [(3, {"h002": 1})]
     twins.submit(JobSpec(id=4, n=1, run_limit=10, submit=6))
     assert quiet_since(twins.quiet, 6) is not None
-    assert quiet_since(twins.quiet, 100) is None  # (job 1 is past its limit: the
-    # reservation, at its planned end, moves to one second from now)
+    memo = quiet_since(twins.quiet, 100)  # (jobs 1 and 3 are past their limits: the
+    # reservation, at their planned ends, moves to one second from now on their hosts)
+    assert memo is not None and memo.start_at(100) == 101
     twins.apply(JobStarted(job=4, hosts={"h002": 1}, time=6))  # (not a dispatch)
     assert twins.quiet.quiet is None
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_a_reservation_waiting_for_jobs_past_their_limit(wide: bool) -> None:
+    """Past limits (sched/quiet.py): job 4's reservation waits for job 2, past its
+    limit on h002, and h003 (free, so job 5 cannot have it), and moves to one second
+    after each session with the memo kept, until job 1, past its limit by then too,
+    frees h001 (before h003) by then: a full session moves the reservation to h001 and
+    h002, and job 5 starts on h003. (`wide`: job 7 cannot fit at all, so the session at
+    20 places no reservation and its memo knows no hosts: job 1 alone makes the session
+    at 35 a full one.)"""
+    twins = Twins(cluster(3))
+    twins.submit(JobSpec(id=1, n=1, run_limit=30), JobSpec(id=2, n=1, run_limit=5))
+    assert twins.session(0) == [(1, {"h001": 1}), (2, {"h002": 1})]
+    twins.submit(JobSpec(id=4, n=2, run_limit=100, submit=1),
+                 JobSpec(id=5, n=1, run_limit=1000, submit=1))
+    assert twins.session(1) == []
+    twins.submit(JobSpec(id=6, n=1, run_limit=1000, submit=10))
+    memo = quiet_since(twins.quiet, 10)
+    assert memo is not None and memo.start_at(10) == 11 and memo.hosts is not None
+    assert twins.session(10) == []
+    twins.submit(JobSpec(id=7, n=3 if wide else 1, run_limit=1000, submit=20))
+    assert twins.session(20) == []
+    assert twins.hits == 3  # (at 1, after submissions alone; moved at 10 and 20)
+    assert (twins.quiet.quiet is not None and twins.quiet.quiet.hosts is None) == wide
+    twins.submit(JobSpec(id=8, n=1, run_limit=1000, submit=35))
+    assert quiet_since(twins.quiet, 35) is None  # (job 1 frees h001 by 36)
+    assert twins.session(35) == [(5, {"h003": 1})]
+    twins.apply(JobFinished(job=2, time=40))  # (h002 free: reserved, job 6 pends)
+    assert twins.session(40) == []
+    twins.apply(JobFinished(job=1, time=41))
+    assert twins.session(41) == [(4, {"h001": 1, "h002": 1})]
+    assert twins.hits == 3
+
+
+def test_no_move_past_a_planned_end_within_the_second() -> None:
+    """A reservation waiting for a job past its limit does not move to one second from
+    now when a job is planned to end sooner (at 20.5, job 4 on h004, after the
+    reservation's hosts): the reservation may start then (on h003 and h004)."""
+    twins = Twins(cluster(4))
+    twins.submit(JobSpec(id=1, n=1, run_limit=1000), JobSpec(id=2, n=1, run_limit=5),
+                 JobSpec(id=3, n=1, run_limit=1000), JobSpec(id=4, n=1, run_limit=20.5))
+    assert twins.session(0) == [(1, {"h001": 1}), (2, {"h002": 1}), (3, {"h003": 1}),
+                                (4, {"h004": 1})]
+    twins.apply(JobFinished(job=3, time=1))
+    twins.submit(JobSpec(id=5, n=2, run_limit=100, submit=1),
+                 JobSpec(id=6, n=1, run_limit=1000, submit=1))
+    assert twins.session(1) == []
+    twins.submit(JobSpec(id=7, n=1, run_limit=1000, submit=10))
+    assert twins.session(10) == []
+    memo = twins.quiet.quiet
+    assert memo is not None and memo.start == 11 and memo.hosts is not None
+    twins.submit(JobSpec(id=8, n=1, run_limit=1000, submit=20))
+    assert quiet_since(twins.quiet, 20) is None
+    assert twins.session(20) == []
 
 
 def test_no_memo_on_hosts_of_several_slots() -> None:

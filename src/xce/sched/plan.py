@@ -194,9 +194,22 @@ class Plan:
                 profile.add((time, sign * slots, self._deltas(use, sign * slots)))
 
     def dispatched(self, hosts: dict[int, int], use: Use, limit: float) -> None:
-        """A job dispatched this session holds `hosts` from now for its limit."""
+        """A job dispatched this session holds `hosts` from now for its limit (the
+        capacity has just been taken for it)."""
+        memo, claims = self._held, self._claims
+        # held_slots' count stays right when this take was the only change since and
+        # it touched no host with a claim: those count nothing, before and after
+        # (claims only fall). Hot in EASY simulations of big machines (RICC-2010-2).
+        kept = (
+            memo is not None and claims is not None
+            and memo[1] == self.cap.version - 1 and memo[2] == len(self.changes)
+            and all([claims.get(index, 0) <= 0 for index in hosts])
+        )
         if limit != math.inf:
             self._change(self.now + limit, +1, hosts, use)
+        if kept:
+            assert memo is not None
+            self._held = (memo[0], self.cap.version, len(self.changes), memo[3])
 
     def book(
         self, job: int, start: float, limit: float, hosts: dict[int, int], use: Use
