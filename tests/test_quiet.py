@@ -333,6 +333,25 @@ def test_no_move_past_a_planned_end_within_the_second() -> None:
     assert twins.session(20) == []
 
 
+def test_a_job_behind_the_reservation_on_some_of_its_hosts() -> None:
+    """What the reservation holds back is counted on the hosts the job behind it may
+    use: job 3 reserves h001-h004 (h003 and h004 free now), and job 4, of a queue on
+    h004 and h005 only, starts on h005 (one of its two free hosts is held back)."""
+    twins = Twins(textwrap.dedent("""\
+        cluster: part
+        reserve_depth: 1
+        hosts:
+          - {name: "h[001-005]", slots: 1}
+        queues:
+          - {name: normal, priority: 30, backfill: true}
+          - {name: part, priority: 20, backfill: true, hosts: [h004, h005]}
+        """))
+    twins.submit(JobSpec(id=1, n=1, run_limit=100), JobSpec(id=2, n=1, run_limit=100),
+                 JobSpec(id=3, n=4, run_limit=100),
+                 JobSpec(id=4, n=1, queue="part", run_limit=1000))
+    assert twins.session(0) == [(1, {"h001": 1}), (2, {"h002": 1}), (4, {"h005": 1})]
+
+
 def test_no_memo_on_hosts_of_several_slots() -> None:
     twins = Twins(cluster(2, slots=4))
     twins.submit(JobSpec(id=1, n=6, run_limit=100))

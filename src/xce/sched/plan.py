@@ -163,6 +163,8 @@ class Plan:
         # held_slots' last count: for whose hosts, at which capacity version and
         # number of changes, and the count.
         self._held: tuple[object, int, int, int] | None = None
+        # ... and, counted as the claims are made, for jobs that may use every open host
+        self._held_all: tuple[int, int, int] | None = None
 
     # ------------------------------------------------------------------ updates
     def _deltas(self, use: Use, slots: int) -> tuple[float, ...]:
@@ -237,11 +239,15 @@ class Plan:
         if end != math.inf:
             self._change(end, +1, hosts, use)
         if first and searched is not None and searched[1] is hosts and not self.res:
-            gain, free = searched[2], self.cap.open_free
+            gain, free, free_slots = searched[2], self.cap.open_free, self.cap.free_slots
             claims = self._claims = {}
+            held = 0  # (what holdback finds of them where every open host is usable)
             for index in free if len(free) < len(hosts) else hosts:
                 if index in hosts and (claim := hosts[index] - gain.get(index, 0)) > 0:
                     claims[index] = claim
+                    if index in free:
+                        held += min(free_slots[index], claim)
+            self._held_all = (self.cap.version, len(self.changes), held)
             self._unbooked = booking  # (its claims answer for it until a second one)
             return
         booked = self.booked
@@ -364,7 +370,12 @@ class Plan:
         memo = self._held
         if memo is not None and memo[0] is elig and memo[1] == version and memo[2] == changes:
             return memo[3]
-        total = sum([slots for _index, slots, _res in self.holdback(bucket)])
+        made = self._held_all
+        assert isinstance(elig, Eligible)
+        if made is not None and made[0] == version and made[1] == changes and not elig.others:
+            total = made[2]  # (hot in EASY simulations of big machines: RICC-2010-2)
+        else:
+            total = sum([slots for _index, slots, _res in self.holdback(bucket)])
         self._held = (elig, version, changes, total)
         return total
 
