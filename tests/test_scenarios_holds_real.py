@@ -83,3 +83,30 @@ def test_nothing_changes_where_the_template_can_take_the_job_wholly(session):
     assert s.demand["hosts"] == [
         {"template": "burst", "count": 3, "in_flight_used": 0, "jobs": [10]}
     ]
+
+
+def test_new_hosts_counted_for_one_hold_are_not_counted_again_for_the_next(session):
+    """burst-2 (of type CLOUD) has joined and is idle, so the template allows one
+    more host. Job 10, on CLOUD hosts only, holds burst-2 and that one new host. Job
+    11 (12 slots, any host) could hold n01 and n02 only with a new host for the rest,
+    and none is left: it holds nothing, and job 12 runs."""
+    s = session(
+        CLUSTER.replace(
+            "hosts:\n  - {name: burst-1",
+            "hosts:\n  - {name: burst-2, template: burst, state: ok, joined: 200, "
+            "idle_since: 200}\n  - {name: burst-1",
+        )
+        .replace("slots: 4, max: 3", "slots: 4, type: CLOUD, max: 3")
+        .replace("{id: 10, n: 12,", '{id: 10, n: 8, res: "select[type==CLOUD]",')
+        + "  - {id: 11, n: 12, submit: 20, run_limit: 3600}\n"
+        "  - {id: 12, n: 4, submit: 30, run_limit: 3600}\n"
+    )
+    assert hold_of(s, 10) == {
+        "job": 10, "start": 1120.0, "end": 4720.0, "virtual": True,
+        "hosts": {"burst-2": 4, "burst:virtual": 4},
+    }
+    assert hold_of(s, 11) is None, "the template's last new host is job 10's"
+    assert s.dispatched == {12: {"n01": 4}}
+    assert s.demand["hosts"] == [
+        {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [10]}
+    ]

@@ -62,6 +62,7 @@ class ElasticHolds:
         self._free: list[int] | None = None  # provisioned hosts free at the first hold
         self._arrivals: dict[str, list[float]] = {}
         self._counted: dict[str, int] = {}  # in-flight hosts given to holds so far
+        self._new: dict[str, int] = {}  # new hosts given to holds so far
 
     def hold(self, bucket: Bucket, job: int, plan: Plan) -> JoinedHold | None:
         """Book `job` (of `bucket`, failed on capacity) on the free joined hosts it
@@ -140,12 +141,17 @@ class ElasticHolds:
 
     def room_for(self, template: HostTemplate, count: int) -> bool:
         """Whether `count` more hosts of `template` could come: in-flight ones not
-        given to a hold yet, then new ones within its allowance."""
-        allowed = self.state.new_hosts_allowed(template)
+        given to a hold yet, then new ones within what its allowance leaves."""
+        allowed = self._new_allowed(template)
         if count <= allowed:  # (hot: most jobs; the arrivals are not needed)
             return True
         left = len(self._arrivals_of(template.name)) - self._counted.get(template.name, 0)
         return count <= left + allowed
+
+    def _new_allowed(self, template: HostTemplate) -> int:
+        """New hosts of `template` its allowance leaves once earlier holds of the
+        session have theirs (as the catalog pass gives them, in the same order)."""
+        return self.state.new_hosts_allowed(template) - self._new.get(template.name, 0)
 
     def _arrivals_of(self, name: str) -> list[float]:
         arrivals = self._arrivals.get(name)
@@ -170,9 +176,11 @@ class ElasticHolds:
         if counted + count <= len(arrivals):
             self._counted[name] = counted + count
             return arrivals[counted + count - 1]
-        if count - (len(arrivals) - counted) > self.state.new_hosts_allowed(template):
+        new = count - (len(arrivals) - counted)
+        if new > self._new_allowed(template):
             return None
         self._counted[name] = len(arrivals)
+        self._new[name] = self._new.get(name, 0) + new
         return self.now + self.state.lead_time(name)
 
 
