@@ -239,15 +239,7 @@ class Plan:
         if end != math.inf:
             self._change(end, +1, hosts, use)
         if first and searched is not None and searched[1] is hosts and not self.res:
-            gain, free, free_slots = searched[2], self.cap.open_free, self.cap.free_slots
-            claims = self._claims = {}
-            held = 0  # (what holdback finds of them where every open host is usable)
-            for index in free if len(free) < len(hosts) else hosts:
-                if index in hosts and (claim := hosts[index] - gain.get(index, 0)) > 0:
-                    claims[index] = claim
-                    if index in free:
-                        held += min(free_slots[index], claim)
-            self._held_all = (self.cap.version, len(self.changes), held)
+            self._held_all = (self.cap.version, len(self.changes), self._claim(hosts, searched[2]))
             self._unbooked = booking  # (its claims answer for it until a second one)
             return
         booked = self.booked
@@ -257,6 +249,29 @@ class Plan:
                 booked[index] = [booking]
             else:
                 found.append(booking)
+
+    def _claim(self, hosts: dict[int, int], gain: dict[int, int]) -> int:
+        """Make the one booking's claims: on each of its `hosts`, the slots it takes
+        beyond those freed by its start (`gain`); only those of hosts free now ever
+        count (the capacity only falls within a session). Returns the free slots they
+        hold back where every open host is usable (what holdback finds)."""
+        free = self.cap.open_free
+        if self.cap.widest <= 1 and gain.keys().isdisjoint(free):
+            # One-slot hosts: each free reserved host is claimed whole, found in C
+            # rather than host by host (hot in EASY simulations of big machines,
+            # RICC-2010-2: a claim per session on up to thousands of hosts).
+            self._claims = dict.fromkeys(hosts.keys() & free, 1)
+            return len(self._claims)
+        free_slots = self.cap.free_slots
+        claims = self._claims = {}
+        held = 0
+        for index in free if len(free) < len(hosts) else hosts:
+            if index in free and index in hosts:
+                claim = hosts[index] - gain.get(index, 0)
+                if claim > 0:
+                    claims[index] = claim
+                    held += min(free_slots[index], claim)
+        return held
 
     @property
     def booked(self) -> dict[int, list[Booking]]:
