@@ -22,9 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xce.config import load_config_text
-from xce.model.events import JobFinished, JobStarted, JobSubmitted, SchedulerEvent
+from xce.model.events import (
+    HostAdded,
+    JobFinished,
+    JobStarted,
+    JobSubmitted,
+    SchedulerEvent,
+)
 from xce.model.jobs import JobSpec
-from xce.sched.quiet import quiet_since
+from xce.sched.quiet import QuietMemo, quiet_since
 from xce.sched.session import run_session
 from xce.sched.state import SchedulerState
 
@@ -309,6 +315,39 @@ def test_a_reservation_waiting_for_jobs_past_their_limit(wide: bool) -> None:
     twins.apply(JobFinished(job=1, time=41))
     assert twins.session(41) == [(4, {"h001": 1, "h002": 1})]
     assert twins.hits == 3
+
+
+def test_the_last_label_is_carried_while_hosts_keep_their_places() -> None:
+    """The memo's last label (sched/quiet.py `_after_last`) is made once for the
+    reservation's hosts and kept by the next memo on the same hosts; a host that moves
+    in label order (a provisioned host runs its first job: docs/scheduling.md "Static
+    hosts first") makes it anew."""
+    twins = Twins(cluster(3))
+    twins.submit(JobSpec(id=1, n=1, run_limit=30), JobSpec(id=2, n=1, run_limit=5))
+    twins.session(0)
+    twins.submit(JobSpec(id=4, n=2, run_limit=100, submit=1),
+                 JobSpec(id=5, n=1, run_limit=1000, submit=1))
+    twins.session(1)
+    twins.submit(JobSpec(id=6, n=1, run_limit=1000, submit=10))
+    used = quiet_since(twins.quiet, 10)  # (moved to 11, on h002 and h003)
+    assert used is not None and used._after_last(twins.quiet, {}) and used.last == "h003"
+    assert twins.session(10) == []
+    memo = twins.quiet.quiet
+    assert memo is not None and memo is not used
+    assert memo.last == "h003", "carried from the memo used at 10"
+
+    state = SchedulerState(load_config_text(cluster(2) + textwrap.dedent("""\
+        catalog:
+          templates:
+            - {name: burst, provider: cloud, slots: 1, max: 4}
+        """), "quiet.yaml"))
+    state.apply(HostAdded(name="burst-1", slots=1, template="burst", time=5))
+    index = {name: i for i, name in enumerate(state.names)}
+    memo = QuietMemo(10, [], None, 20, {index["h001"]: 1, index["burst-1"]: 1}, 1)
+    assert memo._after_last(state, {index["h002"]: 1}), "burst-1 (idle) comes first"
+    state.apply(JobSubmitted(job=JobSpec(id=1, n=1, run_limit=30)))
+    state.apply(JobStarted(job=1, hosts={"burst-1": 1}, time=10))
+    assert not memo._after_last(state, {index["h002"]: 1}), "burst-1 (worked) comes last"
 
 
 def test_no_move_past_a_planned_end_within_the_second() -> None:

@@ -42,6 +42,7 @@ def place_label(state: SchedulerState, host: HostRecord) -> None:
     at = _position(state, label)
     state.label_order.insert(at, host.index)
     state._label_hint = at + 1  # (hosts that join one after the other sort so, mostly)
+    state.label_changes += 1
     if label[0] == FRESH:
         state.fresh.add(host.index)
 
@@ -53,6 +54,7 @@ def drop_label(state: SchedulerState, host: HostRecord) -> None:
     assert state.label_order[at] == index
     del state.label_order[at]
     state._label_hint = at
+    state.label_changes += 1
     state.labels[index] = ""
     state.fresh.discard(index)
 

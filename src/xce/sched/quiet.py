@@ -85,7 +85,9 @@ if TYPE_CHECKING:
 class QuietMemo:
     """What a lean session leaves for the next one (the module's docstring)."""
 
-    __slots__ = ("grown", "head", "hosts", "last", "need", "new", "now", "start", "unstarted")
+    __slots__ = (
+        "grown", "head", "hosts", "labelled", "last", "need", "new", "now", "start", "unstarted",
+    )
 
     def __init__(
         self, now: float, dispatch: list[Dispatch], head: PendingJob | None, start: float,
@@ -100,6 +102,7 @@ class QuietMemo:
         # start (0: the memo ends with any job)
         self.need = need
         self.last: str | None = None  # the last of its hosts' labels (when first needed)
+        self.labelled = 0  # ... made when the state's label_changes were so many
         self.grown = False  # whether a job ended since: capacity grew
         self.new: dict[Bucket, SortKey] = {}  # the first job queued since, by bucket
 
@@ -138,8 +141,9 @@ class QuietMemo:
         if hosts is None:
             return True
         labels, last = state.labels, self.last
-        if last is None:  # (made when first needed: O(hosts))
+        if last is None or self.labelled != state.label_changes:  # (O(hosts): kept)
             last = self.last = max([labels[index] for index in hosts])
+            self.labelled = state.label_changes
         return all([labels[index] > last for index in held])
 
     def moves(self, state: SchedulerState, now: float) -> bool:
@@ -259,4 +263,9 @@ def remember(state: SchedulerState, real: RealPass, now: float) -> None:
     need = 0
     if head is not None and not state.pools and not state.limit_used:
         need = real.need  # (an end frees no token or limit a job before it waits for)
-    state.quiet = QuietMemo(now, real.dispatch, head, start, hosts, need)
+    memo = state.quiet = QuietMemo(now, real.dispatch, head, start, hosts, need)
+    used = real.quiet
+    if used is not None and hosts is not None and used.hosts is hosts:
+        # (the same hosts, placed again: the last label stands while no host has
+        # moved in label order; hot in EASY simulations of big machines, RICC-2010-2)
+        memo.last, memo.labelled = used.last, used.labelled

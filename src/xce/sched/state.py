@@ -87,6 +87,7 @@ class SchedulerState:
         self.labels: list[str] = []  # sort labels by index (sched/labels.py)
         self.label_order: list[int] = []  # indices of the hosts present, by label
         self._label_hint = 0  # where the last host went in or left label_order
+        self.label_changes = 0  # hosts put in or taken out of label_order so far
         self.fresh: set[int] = set()  # provisioned hosts labelled fresh
         self.host_by_name: dict[str, HostRecord] = {}
         self.free_slots: list[int] = []
