@@ -158,9 +158,14 @@ class Evaluator:
         cached = elig.cands
         assert cached is not None and cached[2] is cands
         if cached[3] < 0:
-            free_slots = self.cap.free_slots
-            elig.cands = (*cached[:3], sum([free_slots[i] for i in cands]))
-            return elig.cands[3]
+            cap = self.cap
+            if cap.widest <= 1 and len(cap.hosts) == len(self.state.hosts):
+                free = len(cands)  # (one-slot hosts, none virtual: hot on RICC-2010-2)
+            else:
+                free_slots = cap.free_slots
+                free = sum([free_slots[i] for i in cands])
+            elig.cands = (*cached[:3], free)
+            return free
         return cached[3]
 
     def slots_failure(self, n: int, free: int) -> Failure:
