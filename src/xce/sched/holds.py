@@ -24,6 +24,7 @@ from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
+from xce.sched.placement import most_room_first
 from xce.sched.plan import Plan
 from xce.sched.state import SchedulerState
 from xce.sched.supply_state import arrivals as expected_arrivals
@@ -132,8 +133,7 @@ class ElasticHolds:
             if not found:
                 continue
             room = {i: cap.usable(i, use) for i in found}
-            labels = cap.labels  # (by name: sched/labels.py)
-            ranked = sorted(found, key=lambda i: (-room[i], labels[i]))
+            ranked = most_room_first(found, room, cap.labels)  # (labels: by name)
             share, pieces = take_share(ranked, room, bucket.n, bucket.pieces)
             if share and (pieces if bucket.pieces else sum(share.values()) < bucket.n):
                 return template, share, pieces

@@ -23,6 +23,7 @@ from xce.model.cluster import HostTemplate
 from xce.sched.buckets import Bucket
 from xce.sched.eligibility import Eligible
 from xce.sched.holds import ElasticHolds, JoinedHold, empty_room, take_share
+from xce.sched.placement import most_room_first
 from xce.sched.plan import Plan
 from xce.sched.state import SchedulerState
 from xce.sched.virtual import template_verdict, virtual_of
@@ -105,5 +106,4 @@ def _free_real(
             slots = cap.usable(index, use)
             if slots > 0:
                 room[index] = slots
-    labels = cap.labels
-    return {i: room[i] for i in sorted(room, key=lambda i: (-room[i], labels[i]))}
+    return {i: room[i] for i in most_room_first(room, room, cap.labels)}

@@ -66,7 +66,12 @@ def idle_due(state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = (
     `now` with an idle time of 0 is due now; a host given work in `dispatch` is not
     idle), or, while tokens are borrowed, a countable pool's idle time from now."""
     due = math.inf
-    busy = {name for d in dispatch for name in d.hosts} if dispatch else None
+    # The hosts given work, only where a provisioned host is idle (hot: every session
+    # of a simulation calls this; bench_easy.py)
+    busy = (
+        {name for d in dispatch for name in d.hosts}
+        if dispatch and state.idle_provisioned else None
+    )
     idle_times = state.idle_times
     default = state.config.catalog.idle_time  # a host whose template is gone
     if state.idle_in_order:

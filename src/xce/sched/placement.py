@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from xce.resreq import OrderKey
 from xce.sched.capacity import EPSILON, Capacity
@@ -121,6 +121,15 @@ class RequestedFirst(HostOrder):
 
     def widest(self, members: set[int]) -> int | None:
         return None  # (the requested hosts come first: HostOrder's shortcut does not hold)
+
+
+def most_room_first(indices: Iterable[int], room: dict[int, int], labels: list[str]) -> list[int]:
+    """`indices` by most `room` first, then by label: a sort by label, then a stable
+    one by room (both with C keys: compiled, a key of two values is a generic call
+    per host, hot in elastic simulations' holds; bench_traces.py)."""
+    ranked = sorted(indices, key=labels.__getitem__)
+    ranked.sort(key=room.__getitem__, reverse=True)  # (stable, also reversed)
+    return ranked
 
 
 def default_ranked(
