@@ -286,7 +286,7 @@ def test_plain_placement_is_place(drawn: tuple[SchedulerState, list[int], int]) 
         assert list(fast or {}) == list(slow)  # the same hosts, in the same order
     # Candidates that are a whole set (every open host with a free slot).
     everywhere = spread_everywhere(cands, set(cands), cap.free_slots, cap.labels,
-                                   cap.label_order, n)
+                                   cap.label_order, n, cap.widest)
     assert everywhere == slow and list(everywhere or {}) == list(slow or {})
     # The default order itself: most free slots first, then by name.
     expected = sorted(cands, key=lambda i: (-cap.free_slots[i], cap.names[i]))

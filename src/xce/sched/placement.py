@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 from xce.resreq import OrderKey
 from xce.sched.capacity import EPSILON, Capacity
@@ -165,17 +166,22 @@ def spread_everywhere(
     labels: list[str],
     label_order: list[int],
     n: int,
+    widest: int,
 ) -> dict[int, int] | None:
     """What `spread(default_ranked(cands, ...), free_slots.__getitem__, n)` finds, for
     candidates that are exactly the set `members` (not empty): every open host with a
-    free slot. When they all have the same free slots, the first ones by label take
-    the job, found without ranking them all."""
-    same = free_slots[cands[0]]
-    for index in cands:
-        if free_slots[index] != same:
-            return spread(
-                default_ranked(cands, free_slots, labels, label_order), free_slots.__getitem__, n
-            )
+    free slot. When they all have the same free slots (always, where no host has more
+    than `widest` <= 1), the first ones by label take the job, found without ranking
+    them all."""
+    same = 1
+    if widest > 1:
+        same = free_slots[cands[0]]
+        for index in cands:
+            if free_slots[index] != same:
+                return spread(
+                    default_ranked(cands, free_slots, labels, label_order),
+                    free_slots.__getitem__, n,
+                )
     wanted = -(-n // same)  # hosts that take the job
     if wanted > len(cands):
         return None
@@ -183,7 +189,9 @@ def spread_everywhere(
         chosen = sorted(cands, key=labels.__getitem__)[:wanted]
     else:  # many: the first of them in label order
         chosen = []
-        for index in label_order:
+        # (taken as objects: compiled, an int read from a list is unboxed, then boxed
+        # anew for the set, an allocation for each host past 256; RICC-2010-2)
+        for index in cast("list[Any]", label_order):
             if index in members:
                 chosen.append(index)
                 if len(chosen) == wanted:

@@ -204,7 +204,8 @@ class Evaluator:
             # slots are usable, and they add up to enough (quick_failure).
             if cands is self.everywhere and len(cands) == len(cap.open_free):
                 placed = spread_everywhere(
-                    cands, cap.open_free, cap.free_slots, cap.labels, cap.label_order, bucket.n
+                    cands, cap.open_free, cap.free_slots, cap.labels, cap.label_order,
+                    bucket.n, cap.widest,
                 )
             else:
                 ranked = default_ranked(cands, cap.free_slots, cap.labels, cap.label_order)

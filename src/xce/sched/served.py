@@ -60,10 +60,7 @@ class ServedOnReal:
         found = self._free_by.get(time)
         if found is None:
             state = self.state
-            free = state.free_slots
-            found = 0
-            for index in state.open_free:
-                found += free[index]
+            found = plan.cap.free_at_start()
             now, planned = self.now, plan.planned
             for end, _job, run in state.ends:
                 if planned(end) > time:

@@ -42,8 +42,19 @@ def run_session(
     are booked, not named; the first is placed only when a decision needs it).
     """
     started = timer() if timer is not None else 0.0
+    cap = Capacity(state, journaled=True)  # (the state's as found once done: restore)
+    try:
+        return _session(state, now, cap, started, timer, reasons)
+    finally:
+        cap.restore()
+
+
+def _session(
+    state: SchedulerState, now: float, cap: Capacity, started: float, timer: Timer | None,
+    reasons: bool,
+) -> SessionResult:
+    """run_session on the session's capacity."""
     trace: list[TraceEntry] = []
-    cap = Capacity(state)
     # Jobs suspended by a preemption go on first where their preemptor has ended
     resumes = resumable(state, cap) if state.preemptions.suspended else []
     real = RealPass(state, cap, trace if reasons else None, now)
