@@ -7,6 +7,8 @@ hosts in place, noting each host's values before its first change, and `restore`
 puts them back when the session is done: run_session then leaves the state as it
 found it without copying a list and a set of every host each session (hot on big
 machines: 8,192 hosts in RICC-2010-2, bench_easy.py). Any other capacity copies them.
+Neither is part of what the live controller's event loop reads while a session runs
+on its own thread (xce.sched.queries), and no fact is applied meanwhile.
 """
 
 from __future__ import annotations
