@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Generic, TypeVar
+from operator import itemgetter
+from typing import TYPE_CHECKING, Final, Generic, TypeVar
 
 from xce.model.cluster import HostTemplate, Queue, ResourceDef
 from xce.model.jobs import JobSpec
@@ -29,6 +30,9 @@ BucketKey = tuple[str, int, str, float, int, tuple[str, ...], bool, str]
 LimitRef = tuple[int, tuple[str, str]]  # limit index, counter key (user, queue)
 
 T = TypeVar("T")
+# An entry's key (keys are unique): sorting on it compares two keys once, where
+# sorting entries compares them for equality first (once a session, bench_easy.py)
+_ENTRY_KEY: Final = itemgetter(0)
 
 
 class InKeyOrder(Generic[T]):
@@ -42,7 +46,7 @@ class InKeyOrder(Generic[T]):
 
     def __init__(self, entries: list[tuple[SortKey, int, T, int]]) -> None:
         if len(entries) > 1:
-            entries.sort()  # (usually in order already: linear then)
+            entries.sort(key=_ENTRY_KEY)  # (usually in order already: linear then)
         self._fresh = entries
         self._at = 0
         self._heap: list[tuple[SortKey, int, T, int]] = []

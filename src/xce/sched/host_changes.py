@@ -80,16 +80,22 @@ def gpu_column(state: SchedulerState) -> None:
 
 
 def drop_free(state: SchedulerState, index: int) -> None:
-    """Host `index` is no longer open with a free slot.
+    """Host `index` is no longer open with a free slot."""
+    state.open_free.discard(index)
+    dropped_free(state, 1)
+
+
+def dropped_free(state: SchedulerState, count: int) -> None:
+    """`count` hosts were just discarded from the open hosts with a free slot (some
+    may not have been there).
 
     A set never shrinks its table: one that held most hosts and now holds a few
     costs its whole table on every walk (a session walks it), so after many
-    removals it is rebuilt, compact, in place (views share it)."""
+    removals it is rebuilt, compact, in place (views share it). (Discards of hosts
+    that were not there count too: at most one rebuild per 32 + 4 x its size, each
+    a walk of its size.)"""
     open_free = state.open_free
-    if index not in open_free:
-        return
-    open_free.remove(index)
-    state._free_drops += 1
+    state._free_drops += count
     if state._free_drops > 32 + 4 * len(open_free):
         state._free_drops = 0
         kept = list(open_free)

@@ -81,6 +81,7 @@ def _clear_hosts(state: SchedulerState, config: ClusterConfig) -> None:
     state.provisioned, state.busy_slots, state.alive = {}, 0, {}
     state.idle_provisioned = {}
     state._free_indices = []
+    state.label_changes += 1  # (indices found before name other hosts: running.Placed)
     state.free_res = {
         name: [] for name, r in config.resources.items() if r.consumable and not r.shared
     }

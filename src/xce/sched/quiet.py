@@ -111,8 +111,10 @@ class QuietMemo:
         dispatch of its session, as dispatched, and for the end of a job that leaves
         the reservation where it is (`_ended`)."""
         if type(event) is JobStarted:
-            if event.time == self.now and self.unstarted.pop(event.job, None) == event.hosts:
-                return self
+            if event.time == self.now:
+                hosts = self.unstarted.pop(event.job, None)
+                if hosts is event.hosts or hosts == event.hosts:  # (is: the session's own)
+                    return self
             return None
         if type(event) is JobFinished and self.need > 0 and not self.unstarted:
             return self._ended(state, event.job)

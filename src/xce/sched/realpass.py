@@ -651,12 +651,12 @@ class RealPass:
         if len(hosts) == 1:
             ((index, slots),) = hosts.items()
             on = {names[index]: slots}
-        else:  # by name (names are unique: sorting them is enough)
-            by_name = {names[i]: slots for i, slots in hosts.items()}
-            on = {name: by_name[name] for name in sorted(by_name)}
+        else:  # by name
+            on = {names[i]: hosts[i] for i in sorted(hosts, key=names.__getitem__)}
         self.dispatch.append(
             Dispatch(job=job.id, hosts=on, pools={p.resource: p.name for p in pools})
         )
+        self.state.placed[job.id] = (on, hosts, self.state.label_changes)
 
     def _next_to_place(
         self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None

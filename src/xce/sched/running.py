@@ -11,7 +11,7 @@ from xce.model.jobs import JobSpec
 from xce.model.result import SortKey
 from xce.sched.buckets import LimitRef
 from xce.sched.errors import SchedulerInputError
-from xce.sched.host_changes import drop_free, went_idle
+from xce.sched.host_changes import dropped_free, went_idle
 from xce.sched.hosts import OPEN_STATE, host_at
 from xce.sched.labels import relabel
 from xce.sched.pools import PoolRecord
@@ -20,6 +20,12 @@ from xce.sched.usage import SLOTS_ONLY, Use, host_use
 
 if TYPE_CHECKING:
     from xce.sched.state import SchedulerState
+
+
+# A session's dispatch: its hosts by name (the object in the session result), by
+# index, and the state's label_changes then (a host in or out since: indices may name
+# other hosts)
+Placed = tuple[dict[str, int], dict[int, int], int]
 
 
 class RunningJob:
@@ -62,27 +68,14 @@ def start_job(
         raise SchedulerInputError(f"job {job_id} is not pending")
     bucket = job.bucket
     assert bucket is not None
-    # One walk over the hosts: their slots add up to the job's, each positive (else
-    # that error first), and each host is known.
-    by_name = state.host_by_name
-    placed: dict[int, int] = {}
-    total, low = 0, 1
-    unknown: str | None = None
-    for name, slots in hosts.items():
-        total += slots
-        if slots < low:
-            low = slots
-        host = by_name.get(name)
-        if host is not None:
-            placed[host.index] = slots
-        elif unknown is None:
-            unknown = name
-    if total != job.spec.n or low <= 0:
-        raise SchedulerInputError(
-            f"job {job_id}: hosts {hosts} do not add up to its {job.spec.n} slots"
-        )
-    if unknown is not None:
-        raise SchedulerInputError(f"unknown host '{unknown}'")
+    known = state.placed.get(job_id)
+    if known is not None and known[0] is hosts and known[2] == state.label_changes:
+        # The last session's own dispatch, no host in or out since: its hosts by
+        # index as it found them (no name to look up, no sum to check: a lookup per
+        # host of every start, bench_easy.py). A copy: the running job keeps it.
+        placed = dict(known[1])
+    else:
+        placed = _placed_by_name(state, job_id, job.spec.n, hosts)
     chosen: dict[str, PoolRecord] = {}
     for res, _amount in bucket.shared:
         chosen[res] = (
@@ -107,6 +100,35 @@ def start_job(
     hold_capacity(state, run, +1, time)
     if state.requested_for:
         _requests_served(state, job_id)
+
+
+def _placed_by_name(
+    state: SchedulerState, job_id: int, n: int, hosts: dict[str, int]
+) -> dict[int, int]:
+    """A job's hosts by index, from the hosts by name a start names; refused
+    (SchedulerInputError) unless each is known and given slots, adding up to `n`."""
+    # One walk over the hosts: their slots add up to the job's, each positive (else
+    # that error first), and each host is known.
+    by_name = state.host_by_name
+    placed: dict[int, int] = {}
+    total, low = 0, 1
+    unknown: str | None = None
+    for name, slots in hosts.items():
+        total += slots
+        if slots < low:
+            low = slots
+        host = by_name.get(name)
+        if host is not None:
+            placed[host.index] = slots
+        elif unknown is None:
+            unknown = name
+    if total != n or low <= 0:
+        raise SchedulerInputError(
+            f"job {job_id}: hosts {hosts} do not add up to its {n} slots"
+        )
+    if unknown is not None:
+        raise SchedulerInputError(f"unknown host '{unknown}'")
+    return placed
 
 
 def _requests_served(state: SchedulerState, job_id: int) -> None:
@@ -137,7 +159,7 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
     # (bench_easy.py, bench_sim.py).
     job_id: Any = run.spec.id
     placed, held = run.hosts, run.held
-    slots_total = 0
+    slots_total = drops = 0
     per_slot, gpus = use
     if gpus:
         free_res = state.free_res
@@ -176,8 +198,11 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
                         relabel(state, host)  # joined, as a replay of its facts finds it)
         if free > 0 and host.state == OPEN_STATE:
             open_free.add(index)
-        else:
-            drop_free(state, index)
+        else:  # (drop_free, counted once for the job: hot in simulations)
+            open_free.discard(index)
+            drops += 1
+    if drops:
+        dropped_free(state, drops)
     if held is not placed:  # (exclusive: its limits count its own slots)
         slots_total = run.spec.n
     state.busy_slots += sign * slots_total

@@ -57,6 +57,7 @@ def _session(
     trace: list[TraceEntry] = []
     # Jobs suspended by a preemption go on first where their preemptor has ended
     resumes = resumable(state, cap) if state.preemptions.suspended else []
+    state.placed = {}  # (this session's dispatches: RealPass._dispatch)
     real = RealPass(state, cap, trace if reasons else None, now)
     real.run()
     remember(state, real, now)  # (for a next session after submissions alone)

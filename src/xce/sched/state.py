@@ -53,7 +53,7 @@ from xce.sched.preempted import PreemptBook, preempt, resume
 from xce.sched.quiet import QuietMemo
 from xce.sched.room import template_room
 from xce.sched.runlimit import run_limit
-from xce.sched.running import RunningJob, finish_job, requeue_job, start_job
+from xce.sched.running import Placed, RunningJob, finish_job, requeue_job, start_job
 from xce.sched.share_order import fairshare_table
 from xce.sched.spec_checks import check_gpus, check_run_limit
 from xce.sched.supply_state import apply_supply, arrivals
@@ -97,9 +97,8 @@ class SchedulerState:
         self._free_drops = 0  # removals from open_free since it was last rebuilt
         self.provisioned: dict[int, HostRecord] = {}  # hosts that came from a template
         self.idle_provisioned: dict[int, HostRecord] = {}  # ... running nothing
-        # Whether idle_provisioned is in order of idle_since (it is when events come in
-        # time order, as the simulator feeds them): then the host idle the longest of
-        # a template is the first of it.
+        # Whether idle_provisioned is in order of idle_since (events in time order, as
+        # the simulator feeds them): the host idle longest of a template comes first.
         self.idle_in_order = True
         self._idle_latest = -math.inf  # the latest idle_since of a host that went idle
         self.busy_slots = 0  # slots held by running jobs
@@ -144,6 +143,7 @@ class SchedulerState:
         # real pass (read by tests, GET /demand): equal live and simulated.
         self.failure_cache_hits = 0
         self.quiet: QuietMemo | None = None  # the last lean session's (sched/quiet.py)
+        self.placed: dict[int, Placed] = {}  # the last session's dispatches (running.py)
         self.fairshare = Fairshare()  # fairshare queues' shares and usage (fairshare.py)
         self.preemptions = PreemptBook()  # preemptions under way (sched/preempted.py)
         if config is not None:
