@@ -10,7 +10,12 @@ from typing import Any, Protocol
 
 import msgspec
 
-SortKey = tuple[int, int, float, int]  # (-queue priority, -job priority, submit, id)
+# A job's place in scheduling order: (-queue priority, -job priority, submit, id).
+# Typed as a tuple of any length for the compiler: a fixed-length tuple type is kept
+# unboxed, its items apart, and boxed anew (a tuple and its numbers allocated) each
+# time a key is compared or stored, several times per job a session (bench_easy.py,
+# docs/performance.md); items of Any keep Python's exact arithmetic (merge keys).
+SortKey = tuple[Any, ...]
 
 
 class OrderedJob(Protocol):

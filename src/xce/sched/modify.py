@@ -89,7 +89,7 @@ def moved_order(state: SchedulerState, job_id: int, top: bool, user: str | None)
     if me is None:
         raise SubmitError(f"job {job_id} is not pending")
     spec = me.spec
-    places = [
+    places: list[float] = [
         job.key[2] for job in _every_pending(state)
         if job.id != job_id and job.spec.queue == spec.queue
         and job.spec.priority == spec.priority and (user is None or job.spec.user == user)
