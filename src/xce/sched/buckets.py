@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from heapq import heappop, heappush
 from operator import itemgetter
-from typing import TYPE_CHECKING, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from xce.model.cluster import HostTemplate, Queue, ResourceDef
 from xce.model.jobs import JobSpec
@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 # queue, slots, requirement string, run limit (inf: none), GPUs per host, its host
 # list (`-m` patterns, () for none), exclusive (`-x`), its user in a fairshare queue
-# ("" in any other: sched/fairshare.py)
-BucketKey = tuple[str, int, str, float, int, tuple[str, ...], bool, str]
+# ("" in any other: sched/fairshare.py). A tuple of any length for the compiler, kept
+# as one object: a dictionary key several times per job (xce.model.result.SortKey).
+BucketKey = tuple[Any, ...]
 LimitRef = tuple[int, tuple[str, str]]  # limit index, counter key (user, queue)
 
 T = TypeVar("T")
@@ -156,18 +157,18 @@ class Bucket:
         self.key = key
         self.queue = queue
         self.req = req
-        self.n = key[1]
+        self.n: int = key[1]
         # Its jobs' run limit (inf: none, or no plan: see SchedulerState.bucket_key),
         # and how long a job of it must find capacity free to start now: its limit in
         # a queue that backfills, forever otherwise (ARCHITECTURE.md section 2a).
-        self.limit = key[3]
-        self.window = key[3] if queue.backfill else math.inf
+        self.limit: float = key[3]
+        self.window: float = key[3] if queue.backfill else math.inf
         self.per_slot = per_slot  # host consumables, per slot (amount > 0)
         self.shared = shared  # shared resources, once per job
         self.gpus = gpus  # GPUs on each host a job uses (-gpu num=N)
         self.use: Use = job_use(per_slot, gpus)  # what a job takes of a host (usage.py)
-        self.hosts = key[5]  # the jobs' own host list (-m): () for none
-        self.exclusive = key[6]  # -x: only hosts running nothing, taken whole
+        self.hosts: tuple[str, ...] = key[5]  # the jobs' own host list (-m): () for none
+        self.exclusive: bool = key[6]  # -x: only hosts running nothing, taken whole
         # Its user's rank in a fairshare queue, this session (sched/fairshare.py; a
         # queue without fairshare: NO_RANK, always)
         self.rank = NO_RANK
