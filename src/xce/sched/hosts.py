@@ -102,3 +102,12 @@ def host_at(hosts: list[HostRecord | None], index: int) -> HostRecord:
     host = hosts[index]
     assert host is not None
     return host
+
+
+def by_name(placed: dict[int, int], names: list[str]) -> dict[str, int]:
+    """A placement (host index -> slots) by host name, in name order, as session
+    results give hosts (dispatches, reservations)."""
+    if len(placed) == 1:
+        ((index, slots),) = placed.items()
+        return {names[index]: slots}
+    return {names[i]: placed[i] for i in sorted(placed, key=names.__getitem__)}

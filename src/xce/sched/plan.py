@@ -25,6 +25,7 @@ from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
+from xce.sched.hosts import by_name
 from xce.sched.placement import default_ranked, spread
 from xce.sched.state import SchedulerState
 from xce.sched.usage import Use, host_use
@@ -219,9 +220,7 @@ class Plan:
         """Book a reservation from `start` for `limit` seconds on `hosts`; the
         reservation, its hosts by name."""
         self.reserve(job, start, limit, hosts, use)
-        names = self.cap.names
-        by_name = {names[i]: slots for i, slots in hosts.items()}
-        on = {name: by_name[name] for name in sorted(by_name)}  # (names sort without a key)
+        on = by_name(hosts, self.cap.names)
         return Reservation(job=job, start=start, hosts=on, end=start + limit)
 
     def reserve(

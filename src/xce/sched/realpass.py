@@ -20,6 +20,7 @@ from xce.sched.ever import universe
 from xce.sched.failure import Failure as Failure  # (re-exported)
 from xce.sched.failure import Settled as Settled
 from xce.sched.holds import ElasticHolds
+from xce.sched.hosts import by_name
 from xce.sched.limits import limit_reason
 from xce.sched.placement import (
     HostOrder,
@@ -647,12 +648,7 @@ class RealPass:
                 plan.dispatched(held, bucket.use, bucket.limit)
                 if plan.bookings or self._unplaced is not None:
                     self.backfilled.append(job.id)
-        names = self.cap.names
-        if len(hosts) == 1:
-            ((index, slots),) = hosts.items()
-            on = {names[index]: slots}
-        else:  # by name
-            on = {names[i]: hosts[i] for i in sorted(hosts, key=names.__getitem__)}
+        on = by_name(hosts, self.cap.names)
         self.dispatch.append(
             Dispatch(job=job.id, hosts=on, pools={p.resource: p.name for p in pools})
         )
