@@ -159,7 +159,7 @@ class Capacity:
         for index, slots, res in held:
             if journal is not None:
                 journal.append((index, free_slots[index], index in open_free))
-            free = free_slots[index] + sign * slots
+            free = free_slots[index] + slots if sign > 0 else free_slots[index] - slots
             free_slots[index] = free
             # (indices, not zip: compiled, zip is a slow generic call; bench_easy.py)
             for k in range(width):

@@ -78,13 +78,15 @@ def earliest_start(
             at_change += 1
             for index, slots in placed.items():
                 if index in hosts:
-                    total += sign * slots
-                    have = gain.get(index, 0) + sign * slots
+                    if sign < 0:  # (not `sign * slots`: slow compiled, see running.py)
+                        slots = -slots
+                    total += slots
+                    have = gain.get(index, 0) + slots
                     gain[index] = have
                     if sign > 0 and free_slots[index] + have >= n:
                         rose = True
                     if width:
-                        _gain_res(plan, gain_res, index, use, sign * slots)
+                        _gain_res(plan, gain_res, index, use, slots)
         if total < n or (single and not rose):
             continue
         plan.before = before

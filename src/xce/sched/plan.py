@@ -194,7 +194,9 @@ class Plan:
             slots = hosts.get(index)
             profile = profiles.get(index)
             if slots is not None and profile is not None:
-                profile.add((time, sign * slots, self._deltas(use, sign * slots)))
+                if sign < 0:  # (not `sign * slots`: slow compiled, sched/running.py)
+                    slots = -slots
+                profile.add((time, slots, self._deltas(use, slots)))
 
     def dispatched(self, hosts: dict[int, int], use: Use, limit: float) -> None:
         """A job dispatched this session holds `hosts` from now for its limit (the
@@ -322,7 +324,9 @@ class Plan:
         for time, _seq, sign, hosts, use in self.changes:
             placed = hosts.get(index)
             if placed is not None:
-                steps.append((time, sign * placed, self._deltas(use, sign * placed)))
+                if sign < 0:  # (not `sign * placed`: slow compiled, sched/running.py)
+                    placed = -placed
+                steps.append((time, placed, self._deltas(use, placed)))
         return steps
 
     def planned(self, end: float) -> float:

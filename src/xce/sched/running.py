@@ -172,15 +172,18 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
             column = free_res[res]
             for index, slots in placed.items():
                 column[index] -= sign * amount * slots
+    taking = sign > 0
     for index, slots in held.items():
         slots_total += slots
         host = hosts[index]
-        free = free_slots[index] - sign * slots
+        # (not `sign * slots`: compiled, a product with a negative int takes the slow
+        # generic path, bench_easy.py)
+        free = free_slots[index] - slots if taking else free_slots[index] + slots
         free_slots[index] = free
         if host is None:
             continue
         running = host.running
-        if sign > 0:
+        if taking:
             running[job_id] = slots  # (what it holds: sched/plan.py reads it)
             if host.template is not None:
                 if index in idle:
@@ -205,13 +208,16 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
         dropped_free(state, drops)
     if held is not placed:  # (exclusive: its limits count its own slots)
         slots_total = run.spec.n
-    state.busy_slots += sign * slots_total
+    if not taking:
+        slots_total = -slots_total
+    state.busy_slots += slots_total
     for res, pool in run.pools.items():
-        pool.used += sign * run.shared[res]
+        shared = run.shared[res]
+        pool.used += shared if taking else -shared
         pool.record(time)
     for limit_index, key in run.limit_refs:
         counter = state.limit_used[limit_index].setdefault(key, [0, 0])
-        counter[0] += sign * slots_total
+        counter[0] += slots_total
         counter[1] += sign
 
 
