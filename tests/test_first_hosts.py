@@ -74,3 +74,53 @@ def test_reservations_when_few_hosts_are_free_by_the_start(
     rows: list[Row], backfill: bool, depth: int
 ) -> None:
     replay(Placements(cluster(64, backfill=backfill, depth=depth)), workload(rows))
+
+
+def restricted_cluster(backfill: bool, depth: int) -> str:
+    """Twelve one-slot hosts; queue `high` runs on six of them, not in a row: a job
+    that reserves there waits for ends of jobs that hold other hosts too."""
+    return (
+        "cluster: restricted\n"
+        f"reserve_depth: {depth}\n"
+        "hosts:\n"
+        '  - {name: "h[001-012]", slots: 1}\n'
+        "queues:\n"
+        f"  - {{name: normal, priority: 30, backfill: {str(backfill).lower()}}}\n"
+        f"  - {{name: high, priority: 50, backfill: {str(backfill).lower()},\n"
+        "     hosts: [h002, h003, h005, h007, h011, h012]}\n"
+    )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JOBS, st.booleans(), st.sampled_from([1, 2]))
+def test_reservations_on_part_of_the_hosts(
+    rows: list[Row], backfill: bool, depth: int
+) -> None:
+    """Ends of jobs on hosts a reserving job may not use add none of their slots
+    (`earliest_start` counts a whole job's hosts at once only where all are eligible)."""
+    replay(Placements(restricted_cluster(backfill, depth)), workload(rows))
+
+
+class LeanPlacements(Placements):
+    """Sessions without pend reasons (as the simulator's): their decisions, and when
+    the next is due, must be equal too (a reservation there may be found without
+    placing it: `earliest_start(place=False)`)."""
+
+    def session(self, now: float) -> list[tuple[int, dict[str, int]]]:
+        self.general.quiet = None
+        a = run_session(self.fast, now, reasons=False)
+        b = run_session(self.general, now, reasons=False)
+        assert a.dispatch == b.dispatch, now
+        assert a.backfilled == b.backfilled, now
+        assert a.next_due == b.next_due, now
+        for d in a.dispatch:
+            self.apply(JobStarted(job=d.job, hosts=d.hosts, time=now))
+        return [(d.job, d.hosts) for d in a.dispatch]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JOBS, st.booleans(), st.sampled_from([1, 2]))
+def test_lean_sessions_on_part_of_the_hosts(
+    rows: list[Row], backfill: bool, depth: int
+) -> None:
+    replay(LeanPlacements(restricted_cluster(backfill, depth)), workload(rows))

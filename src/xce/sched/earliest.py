@@ -5,7 +5,7 @@ there."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import Capacity
@@ -47,6 +47,13 @@ def earliest_start(
     now, soon = plan.now, plan.now + 1.0
     at_end, at_change = 0, 0
     count_ends, count_changes = len(ends), len(changes)
+    # One-slot hosts without consumables: a running job's end frees one slot on each
+    # host it holds, and none of those is in the gain yet (no other job holds it, and
+    # nothing is placed on it before that end: changes are this session's dispatches,
+    # on hosts free now, and reservations, from the end on). So where the job holds
+    # only eligible hosts, they join the gain at once, in C. (Hot in EASY simulations
+    # of many one-slot hosts: RICC-2010-2, bench/RESULTS.md.)
+    whole_ends = plan.cap.widest <= 1 and not width
     while at_end < count_ends or at_change < count_changes:
         # (running jobs' ends come sorted by end, and so by planned end)
         time = math.inf
@@ -64,7 +71,14 @@ def earliest_start(
                 break
             run = ends[at_end][2]
             at_end += 1
-            for index, slots in run.held.items():
+            held = run.held
+            if whole_ends and hosts.issuperset(held):
+                gain.update(held)
+                total += len(held)
+                if n <= 1 and held:
+                    rose = True
+                continue
+            for index, slots in held.items():
                 if index in hosts:
                     total += slots
                     have = gain.get(index, 0) + slots
@@ -121,7 +135,10 @@ def _fit_again(
 
 def _free_slots_now(plan: Plan, hosts: set[int]) -> int:
     """The free slots of `hosts` now (of those open with a free slot)."""
-    free_slots, open_free = plan.cap.free_slots, plan.cap.open_free
+    cap = plan.cap
+    free_slots, open_free = cap.free_slots, cap.open_free
+    if cap.widest <= 1 and len(cap.hosts) == len(plan.state.hosts):
+        return len(open_free & hosts)  # (one slot each, none virtual; RICC-2010-2)
     total = 0
     for index in open_free if len(open_free) < len(hosts) else hosts:
         if index in hosts:
@@ -211,8 +228,14 @@ def _first_hosts(
     if (len(open_free) + len(gain)) * 8 < len(order):  # (few)
         order = sorted(open_free | gain.keys(), key=cap.labels.__getitem__)
     placement: dict[int, int] = {}
-    for index in order:
-        if index in hosts and free_slots[index] + gain.get(index, 0) > 0:
+    # (A host free by then is free now or gains: one or two lookups rule out a busy
+    # one. Taken as objects: compiled, an index read from a list is boxed anew for
+    # each lookup, an allocation past 256; RICC-2010-2.)
+    for index in cast("list[Any]", order):
+        if (
+            (index in open_free or index in gain) and index in hosts
+            and free_slots[index] + gain.get(index, 0) > 0
+        ):
             placement[index] = 1
             if len(placement) == n:
                 return placement
