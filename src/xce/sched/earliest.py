@@ -222,21 +222,21 @@ def _first_hosts(
     free, so the default order is the label order), instead of the candidates, their
     ranking and the spread. Where many hosts are free by then, a walk of the label
     order that stops there; where few are, those sorted by name. (Hot in EASY
-    simulations: CTC-SP2, RICC-2010-2, bench/RESULTS.md.)"""
+    simulations: CTC-SP2, RICC-2010-2, bench/RESULTS.md.)
+
+    A host is free by then when it is free now (open with a free slot) or gains one
+    by then: with nothing booked, the plan's changes only add (this session's
+    dispatches' ends), so a gain is a free slot."""
     cap = plan.cap
-    free_slots, open_free, order = cap.free_slots, cap.open_free, cap.label_order
+    open_free, order = cap.open_free, cap.label_order
     if (len(open_free) + len(gain)) * 8 < len(order):  # (few)
         order = sorted(open_free | gain.keys(), key=cap.labels.__getitem__)
-    placement: dict[int, int] = {}
-    # (A host free by then is free now or gains: one or two lookups rule out a busy
-    # one. Taken as objects: compiled, an index read from a list is boxed anew for
-    # each lookup, an allocation past 256; RICC-2010-2.)
+    chosen: list[Any] = []
+    # (Taken as objects: compiled, an index read from a list is boxed anew for each
+    # lookup, an allocation past 256; RICC-2010-2.)
     for index in cast("list[Any]", order):
-        if (
-            (index in open_free or index in gain) and index in hosts
-            and free_slots[index] + gain.get(index, 0) > 0
-        ):
-            placement[index] = 1
-            if len(placement) == n:
-                return placement
+        if (index in open_free or index in gain) and index in hosts:
+            chosen.append(index)
+            if len(chosen) == n:
+                return dict.fromkeys(chosen, 1)
     return None
