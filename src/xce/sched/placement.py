@@ -185,6 +185,7 @@ def spread_everywhere(
     wanted = -(-n // same)  # hosts that take the job
     if wanted > len(cands):
         return None
+    chosen: list[Any]
     if len(cands) * 4 < len(label_order):  # few candidates: sort their labels
         chosen = sorted(cands, key=labels.__getitem__)[:wanted]
     else:  # many: the first of them in label order
@@ -196,7 +197,7 @@ def spread_everywhere(
                 chosen.append(index)
                 if len(chosen) == wanted:
                     break
-    placement = {index: same for index in chosen}
+    placement = dict.fromkeys(chosen, same)  # (in C, the indices as they are: RICC-2010-2)
     placement[chosen[-1]] = n - same * (wanted - 1)
     return placement
 
