@@ -15,6 +15,7 @@ from xce.sched.usage import Use
 
 if TYPE_CHECKING:
     from xce.sched.plan import Plan
+    from xce.sched.running import RunningJob
 
 
 def earliest_start(
@@ -47,13 +48,7 @@ def earliest_start(
     now, soon = plan.now, plan.now + 1.0
     at_end, at_change = 0, 0
     count_ends, count_changes = len(ends), len(changes)
-    # One-slot hosts without consumables: a running job's end frees one slot on each
-    # host it holds, and none of those is in the gain yet (no other job holds it, and
-    # nothing is placed on it before that end: changes are this session's dispatches,
-    # on hosts free now, and reservations, from the end on). So where the job holds
-    # only eligible hosts, they join the gain at once, in C. (Hot in EASY simulations
-    # of many one-slot hosts: RICC-2010-2, bench/RESULTS.md.)
-    whole_ends = plan.cap.widest <= 1 and not width
+    one_slot = plan.cap.widest <= 1 and not width  # (see _end_gain)
     while at_end < count_ends or at_change < count_changes:
         # (running jobs' ends come sorted by end, and so by planned end)
         time = math.inf
@@ -69,24 +64,10 @@ def earliest_start(
             end = ends[at_end][0]
             if (end if end > now else soon) != time:
                 break
-            run = ends[at_end][2]
+            added, room = _end_gain(plan, ends[at_end][2], hosts, gain, gain_res, one_slot, n)
             at_end += 1
-            held = run.held
-            if whole_ends and hosts.issuperset(held):
-                gain.update(held)
-                total += len(held)
-                if n <= 1 and held:
-                    rose = True
-                continue
-            for index, slots in held.items():
-                if index in hosts:
-                    total += slots
-                    have = gain.get(index, 0) + slots
-                    gain[index] = have
-                    if free_slots[index] + have >= n:
-                        rose = True
-                    if width:
-                        _gain_res(plan, gain_res, index, run.use, run.hosts[index])
+            total += added
+            rose = rose or room
         while at_change < count_changes and changes[at_change][0] == time:
             _t, _seq, sign, placed, use = changes[at_change]
             at_change += 1
@@ -113,6 +94,38 @@ def earliest_start(
             plan._found = (time, found, gain)
             return time, found
     return None
+
+
+def _end_gain(
+    plan: Plan, run: RunningJob, hosts: set[int], gain: dict[int, int],
+    gain_res: dict[int, list[float]], one_slot: bool, n: int,
+) -> tuple[int, bool]:
+    """The free slots a running job's end adds to the eligible `hosts`, noted per
+    host in `gain` (and `gain_res`), and whether one of them then has room for `n`.
+
+    `one_slot`: every host has one slot and no consumable counts. A job's end then
+    frees one slot on each host it holds, and none of those is in the gain yet (no
+    other job holds it, and nothing is placed on it before that end: the plan's
+    changes are this session's dispatches, on hosts free now, and reservations, from
+    the end on). So where it holds only eligible hosts, they join the gain at once,
+    in C. (Hot in EASY simulations of many one-slot hosts: RICC-2010-2,
+    bench/RESULTS.md.)"""
+    held = run.held
+    if one_slot and hosts.issuperset(held):
+        gain.update(held)
+        return len(held), n <= 1 and bool(held)
+    free_slots, width = plan.cap.free_slots, len(plan.res)
+    added, room = 0, False
+    for index, slots in held.items():
+        if index in hosts:
+            added += slots
+            have = gain.get(index, 0) + slots
+            gain[index] = have
+            if free_slots[index] + have >= n:
+                room = True
+            if width:
+                _gain_res(plan, gain_res, index, run.use, run.hosts[index])
+    return added, room
 
 
 def _fit_again(
