@@ -212,8 +212,7 @@ def hold_capacity(state: SchedulerState, run: RunningJob, sign: int, time: float
         slots_total = -slots_total
     state.busy_slots += slots_total
     for res, pool in run.pools.items():
-        shared = run.shared[res]
-        pool.used += shared if taking else -shared
+        pool.used += sign * run.shared[res]  # (a float product: no slow path)
         pool.record(time)
     for limit_index, key in run.limit_refs:
         counter = state.limit_used[limit_index].setdefault(key, [0, 0])
