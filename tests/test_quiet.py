@@ -70,6 +70,8 @@ class Twins:
     hits: int = 0
     grown: int = 0  # (hits after an end)
     moved: int = 0  # (hits with the reservation moved to one second from now)
+    counted: int = 0  # (memos with their reservation's free hosts counted)
+    walked: int = 0  # (... and where in label order the free hosts it leaves begin)
     sessions: int = 0
 
     def __post_init__(self) -> None:
@@ -86,6 +88,7 @@ class Twins:
 
     def session(self, now: float) -> list[tuple[int, dict[str, int]]]:
         """Both sessions; their dispatches (equal), applied to both states."""
+        self.check_free()
         memo = quiet_since(self.quiet, now)
         self.hits += memo is not None
         self.grown += memo is not None and memo.grown
@@ -99,7 +102,22 @@ class Twins:
         assert a.next_due == b.next_due, f"at {now}"
         for d in a.dispatch:
             self.apply(JobStarted(job=d.job, hosts=d.hosts, time=now))
+        self.check_free()
         return [(d.job, d.hosts) for d in a.dispatch]
+
+    def check_free(self) -> None:
+        """The memo's count of its reservation's free hosts (carried from session to
+        session, sched/quiet.py) is what counting them finds, and every host free
+        before the position in label order where the free hosts it leaves begin is
+        one of its hosts."""
+        memo = self.quiet.quiet
+        if memo is not None and memo.hosts is not None and memo.free >= 0:
+            assert memo.free == len(memo.hosts.keys() & self.quiet.open_free)
+            self.counted += 1
+        if memo is not None and memo.hosts is not None and memo.past[0] >= 0:
+            before = self.quiet.label_order[: memo.past[0]]
+            assert self.quiet.open_free.intersection(before) <= memo.hosts.keys()
+            self.walked += 1
 
 
 class Pair(Protocol):
@@ -178,6 +196,8 @@ def test_easy_on_a_real_trace_decides_as_full_sessions(name: str, hosts: int) ->
     assert twins.hits > twins.sessions // 10, (twins.hits, twins.sessions)
     assert twins.grown > twins.sessions // 10, (twins.grown, twins.sessions)
     assert twins.moved >= 10, (twins.moved, twins.sessions)
+    assert twins.counted > twins.sessions // 10, (twins.counted, twins.sessions)
+    assert twins.walked > twins.sessions // 10, (twins.walked, twins.sessions)
 
 
 def test_the_reserved_job_and_a_new_short_job() -> None:
@@ -343,7 +363,7 @@ def test_the_last_label_is_carried_while_hosts_keep_their_places() -> None:
         """), "quiet.yaml"))
     state.apply(HostAdded(name="burst-1", slots=1, template="burst", time=5))
     index = {name: i for i, name in enumerate(state.names)}
-    memo = QuietMemo(10, [], None, 20, {index["h001"]: 1, index["burst-1"]: 1}, 1)
+    memo = QuietMemo(10, [], None, 20, {index["h001"]: 1, index["burst-1"]: 1}, 1, -1)
     assert memo._after_last(state, {index["h002"]: 1}), "burst-1 (idle) comes first"
     state.apply(JobSubmitted(job=JobSpec(id=1, n=1, run_limit=30)))
     state.apply(JobStarted(job=1, hosts={"burst-1": 1}, time=10))

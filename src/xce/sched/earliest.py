@@ -48,7 +48,8 @@ def earliest_start(
     now, soon = plan.now, plan.now + 1.0
     at_end, at_change = 0, 0
     count_ends, count_changes = len(ends), len(changes)
-    one_slot = plan.cap.widest <= 1 and not width  # (see _end_gain)
+    # (see _end_gain: 2 where every host is eligible and open)
+    one_slot = 0 if plan.cap.widest > 1 or width else 1 + (len(hosts) == len(plan.state.hosts))
     while at_end < count_ends or at_change < count_changes:
         # (running jobs' ends come sorted by end, and so by planned end)
         time = math.inf
@@ -91,27 +92,28 @@ def earliest_start(
             return time, {}
         found = _place_at(plan, bucket, hosts, gain, gain_res, time)
         if found is not None:
-            plan._found = (time, found, gain)
-            return time, found
+            plan._found = (time, found[0], gain, found[1], found[2])
+            return time, found[0]
     return None
 
 
 def _end_gain(
     plan: Plan, run: RunningJob, hosts: set[int], gain: dict[int, int],
-    gain_res: dict[int, list[float]], one_slot: bool, n: int,
+    gain_res: dict[int, list[float]], one_slot: int, n: int,
 ) -> tuple[int, bool]:
     """The free slots a running job's end adds to the eligible `hosts`, noted per
     host in `gain` (and `gain_res`), and whether one of them then has room for `n`.
 
-    `one_slot`: every host has one slot and no consumable counts. A job's end then
-    frees one slot on each host it holds, and none of those is in the gain yet (no
-    other job holds it, and nothing is placed on it before that end: the plan's
-    changes are this session's dispatches, on hosts free now, and reservations, from
-    the end on). So where it holds only eligible hosts, they join the gain at once,
-    in C. (Hot in EASY simulations of many one-slot hosts: RICC-2010-2,
-    bench/RESULTS.md.)"""
+    `one_slot` (1, or 2 where `hosts` are all the hosts): every host has one slot
+    and no consumable counts. A job's end then frees one slot on each host it holds,
+    and none of those is in the gain yet (no other job holds it, and nothing is
+    placed on it before that end: the plan's changes are this session's dispatches,
+    on hosts free now, and reservations, from the end on). So where it holds only
+    eligible hosts, they join the gain at once, in C. (Hot in EASY simulations of
+    many one-slot hosts: RICC-2010-2, bench/RESULTS.md; so is the check that it
+    holds only eligible hosts, not made where all are.)"""
     held = run.held
-    if one_slot and hosts.issuperset(held):
+    if one_slot == 2 or (one_slot and hosts.issuperset(held)):
         gain.update(held)
         return len(held), n <= 1 and bool(held)
     free_slots, width = plan.cap.free_slots, len(plan.res)
@@ -140,10 +142,10 @@ def _fit_again(
         or fit[4] != plan.cap.version or fit[5] != len(plan.changes)
     ):
         return None
-    found = _place_at(plan, bucket, hosts, fit[2], fit[3], fit[1])
-    assert found is not None
-    plan._found = (fit[1], found, fit[2])
-    return fit[1], found
+    placed = _place_at(plan, bucket, hosts, fit[2], fit[3], fit[1])
+    assert placed is not None
+    plan._found = (fit[1], placed[0], fit[2], placed[1], placed[2])
+    return fit[1], placed[0]
 
 
 def _free_slots_now(plan: Plan, hosts: set[int]) -> int:
@@ -172,9 +174,11 @@ def _gain_res(
 def _place_at(
     plan: Plan, bucket: Bucket, hosts: set[int], gain: dict[int, int],
     gain_res: dict[int, list[float]], time: float,
-) -> dict[int, int] | None:
+) -> tuple[dict[int, int], int, int] | None:
     """The usual placement of a job of `bucket` on the capacity that stays free
-    over [time, time + its window)."""
+    over [time, time + its window), and where `_first_hosts` found it, how many of
+    its hosts are free now and where in label order the free hosts it leaves begin
+    (-1: not known)."""
     cap = plan.cap
     booked = plan.booked
     if (
@@ -221,15 +225,17 @@ def _place_at(
         return None
     if bucket.plain:  # what place() finds for slots alone, without its views
         ranked = default_ranked(cands, target_slots, cap.labels, cap.label_order)
-        return spread(ranked, target_slots.__getitem__, bucket.n)
-    room = Room(scratch, cands, bucket.use)
-    req = bucket.req
-    return place(room, bucket.n, req.span_hosts, req.span_ptile, HostOrder(scratch, req.order))
+        found = spread(ranked, target_slots.__getitem__, bucket.n)
+    else:
+        room = Room(scratch, cands, bucket.use)
+        req = bucket.req
+        found = place(room, bucket.n, req.span_hosts, req.span_ptile, HostOrder(scratch, req.order))
+    return None if found is None else (found, -1, -1)
 
 
 def _first_hosts(
     plan: Plan, hosts: set[int], gain: dict[int, int], n: int
-) -> dict[int, int] | None:
+) -> tuple[dict[int, int], int, int] | None:
     """What `_place_at` finds for slots alone on one-slot hosts with nothing booked:
     the first `n` eligible hosts by name that are free by then (each has one slot
     free, so the default order is the label order), instead of the candidates, their
@@ -239,17 +245,31 @@ def _first_hosts(
 
     A host is free by then when it is free now (open with a free slot) or gains one
     by then: with nothing booked, the plan's changes only add (this session's
-    dispatches' ends), so a gain is a free slot."""
+    dispatches' ends), so a gain is a free slot. Also returns how many of the hosts
+    chosen are free now: the slots a reservation there holds back (`Plan.reserve`:
+    counted here rather than by intersecting sets, hot in RICC-2010-2); and, where
+    every host is eligible and the walk took the label order, its position there
+    after the last host chosen: every host free now before it is chosen (else -1;
+    `Plan.unclaimed` walks on from it)."""
     cap = plan.cap
     open_free, order = cap.open_free, cap.label_order
+    walked = len(hosts) == len(plan.state.hosts)  # (every host eligible, the label order)
     if (len(open_free) + len(gain)) * 8 < len(order):  # (few)
         order = sorted(open_free | gain.keys(), key=cap.labels.__getitem__)
+        walked = False
     chosen: list[Any] = []
+    free_now = 0
     # (Taken as objects: compiled, an index read from a list is boxed anew for each
     # lookup, an allocation past 256; RICC-2010-2.)
     for index in cast("list[Any]", order):
-        if (index in open_free or index in gain) and index in hosts:
-            chosen.append(index)
-            if len(chosen) == n:
-                return dict.fromkeys(chosen, 1)
+        if index in open_free:
+            if index not in hosts:
+                continue
+            free_now += 1
+        elif index not in gain or index not in hosts:
+            continue
+        chosen.append(index)
+        if len(chosen) == n:
+            past = order.index(index, n - 1) + 1 if walked else -1  # (hot: in C)
+            return dict.fromkeys(chosen, 1), free_now, past
     return None

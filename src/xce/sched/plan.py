@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from typing import Any, cast
 
 from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
@@ -143,8 +144,10 @@ class Plan:
         self.bookings: list[Booking] = []
         self._seq = 0
         self._scratch: Capacity | None = None  # the capacity searches place on
-        # The last search's start, hosts and slots freed by then (for `book`).
-        self._found: tuple[float, dict[int, int], dict[int, int]] | None = None
+        # The last search's start, hosts, slots freed by then, and where known (-1:
+        # not; one-slot hosts) how many of its hosts are free now and where in label
+        # order the free hosts it leaves begin (earliest._first_hosts), for `book`.
+        self._found: tuple[float, dict[int, int], dict[int, int], int, int] | None = None
         # The last search without placing (`earliest_start(place=False)`): its bucket,
         # start, slots and consumables freed by then, and the capacity's version and
         # number of changes then. Placing the same job on the same plan starts from it.
@@ -158,6 +161,11 @@ class Plan:
         # can have a claim above 0 (it fits by then: what it needs of a full host
         # frees by then): the others are left out, as claiming nothing.
         self._claims: dict[int, int] | None = None
+        # With those claims, on one-slot hosts: where in label order the free hosts
+        # that the booking leaves begin (before it, every free host is claimed: it
+        # took the first by name), -1 if not known. The capacity only falls, so it
+        # holds all session (sched/quiet.py carries it to the next one).
+        self.past = -1
         # The free slots of the eligible hosts just before the start the last search
         # found (sched/quiet.py: how many more must free by then to move it sooner).
         self.before = 0
@@ -165,6 +173,7 @@ class Plan:
         # number of changes, and the count.
         self._held: tuple[object, int, int, int] | None = None
         # ... and, counted as the claims are made, for jobs that may use every open host
+        # (the count -1: not made yet)
         self._held_all: tuple[int, int, int] | None = None
 
     # ------------------------------------------------------------------ updates
@@ -201,17 +210,29 @@ class Plan:
     def dispatched(self, hosts: dict[int, int], use: Use, limit: float) -> None:
         """A job dispatched this session holds `hosts` from now for its limit (the
         capacity has just been taken for it)."""
-        memo, claims = self._held, self._claims
+        memo, claims, made = self._held, self._claims, self._held_all
+        version, changes = self.cap.version - 1, len(self.changes)  # (before the take)
         # held_slots' count stays right when this take was the only change since and
         # it touched no host with a claim: those count nothing, before and after
         # (claims only fall). Hot in EASY simulations of big machines (RICC-2010-2).
-        kept = (
-            memo is not None and claims is not None
-            and memo[1] == self.cap.version - 1 and memo[2] == len(self.changes)
-            and all([claims.get(index, 0) <= 0 for index in hosts])
-        )
+        # On one-slot hosts the count of every open host's claimed free hosts falls
+        # by the claimed hosts it took (sched/quiet.py carries it to the next session).
+        taken, kept = -1, False
+        if claims is not None:
+            if (
+                made is not None and made[0] == version and made[1] == changes
+                and made[2] >= 0 and self.cap.widest <= 1
+            ):
+                taken = len([index for index in hosts if claims.get(index, 0) > 0])
+                untouched = not taken
+            else:
+                untouched = all([claims.get(index, 0) <= 0 for index in hosts])
+            kept = memo is not None and memo[1] == version and memo[2] == changes and untouched
         if limit != math.inf:
             self._change(self.now + limit, +1, hosts, use)
+        if taken >= 0:
+            assert made is not None
+            self._held_all = (self.cap.version, len(self.changes), made[2] - taken)
         if kept:
             assert memo is not None
             self._held = (memo[0], self.cap.version, len(self.changes), memo[3])
@@ -234,13 +255,15 @@ class Plan:
         searched, self._found = self._found, None
         first = not self.bookings
         self._claims = None
+        self.past = -1
         booking = Booking(len(self.bookings), job, start, hosts)
         self.bookings.append(booking)
         self._change(start, -1, hosts, use)
         if end != math.inf:
             self._change(end, +1, hosts, use)
         if first and searched is not None and searched[1] is hosts and not self.res:
-            self._held_all = (self.cap.version, len(self.changes), self._claim(hosts, searched[2]))
+            held = self._claim(hosts, searched[2], searched[3], searched[4])
+            self._held_all = (self.cap.version, len(self.changes), held)
             self._unbooked = booking  # (its claims answer for it until a second one)
             return
         booked = self.booked
@@ -251,18 +274,29 @@ class Plan:
             else:
                 found.append(booking)
 
-    def _claim(self, hosts: dict[int, int], gain: dict[int, int]) -> int:
+    def _claim(
+        self, hosts: dict[int, int], gain: dict[int, int], free_now: int, past: int
+    ) -> int:
         """Make the one booking's claims: on each of its `hosts`, the slots it takes
         beyond those freed by its start (`gain`); only those of hosts free now ever
         count (the capacity only falls within a session). Returns the free slots they
-        hold back where every open host is usable (what holdback finds)."""
+        hold back where every open host is usable (what holdback finds).
+
+        `free_now`: how many of its hosts are free now, where known (-1: not), on
+        one-slot hosts where none of those gains a slot; `past`: where in label order
+        the free hosts it leaves begin, where known (`Plan.past`; both found by
+        `earliest._first_hosts` or kept by sched/quiet.py)."""
         free = self.cap.open_free
-        if self.cap.widest <= 1 and gain.keys().isdisjoint(free):
-            # One-slot hosts: each free reserved host is claimed whole, found in C
-            # rather than host by host (hot in EASY simulations of big machines,
-            # RICC-2010-2: a claim per session on up to thousands of hosts).
-            self._claims = dict.fromkeys(hosts.keys() & free, 1)
-            return len(self._claims)
+        if self.cap.widest <= 1 and (free_now >= 0 or gain.keys().isdisjoint(free)):
+            # One-slot hosts: each free reserved host is claimed whole. Only hosts
+            # free now are ever asked about (the capacity only falls), so the
+            # claims can be all its hosts, copied in C; where not known, the count
+            # is made when asked (held_slots). Hot in EASY simulations of big
+            # machines (RICC-2010-2: a claim per session on thousands of hosts).
+            self._claims = dict(hosts)
+            self.past = past
+            return free_now
+
         free_slots = self.cap.free_slots
         claims = self._claims = {}
         held = 0
@@ -392,10 +426,24 @@ class Plan:
         assert isinstance(elig, Eligible)
         if made is not None and made[0] == version and made[1] == changes and not elig.others:
             total = made[2]  # (hot in EASY simulations of big machines: RICC-2010-2)
+            if total < 0:  # (claims copied from the hosts: the free ones counted now)
+                total = len(self.bookings[0].hosts.keys() & self.cap.open_free)
+                self._held_all = (version, changes, total)
         else:
             total = sum([slots for _index, slots, _res in self.holdback(bucket)])
         self._held = (elig, version, changes, total)
         return total
+
+    def free_claimed(self) -> int:
+        """How many of the one booking's hosts are free now, where counted on
+        one-slot hosts (-1: not counted; sched/quiet.py)."""
+        made = self._held_all
+        if (
+            made is None or self._claims is None or self.cap.widest > 1
+            or made[0] != self.cap.version or made[1] != len(self.changes)
+        ):
+            return -1
+        return made[2]
 
     def unclaimed(self, bucket: Bucket, cands: list[int]) -> dict[int, int] | None:
         """Where a job of a slots-only bucket (Bucket.slots_only) goes now on its
@@ -408,6 +456,13 @@ class Plan:
             return None
         if self.now + bucket.window <= self.bookings[0].start:
             claims = {}  # (it ends before the reservation starts: nothing held back)
+        cap, elig = self.cap, bucket.eligible
+        assert isinstance(elig, Eligible)
+        if (
+            cap.widest <= 1 and not elig.others and not elig.exclusive
+            and len(cap.hosts) == len(self.state.hosts)  # (no virtual host: all labelled)
+        ):
+            return _first_unclaimed(cap, claims, bucket.n, self.past if claims else 0)
         scratch = self._scratch
         if scratch is None:
             scratch = self._scratch = Capacity(self.state)
@@ -462,3 +517,26 @@ class Plan:
         assert found is not None
         return found
 
+
+def _first_unclaimed(
+    cap: Capacity, claims: dict[int, int], n: int, past: int
+) -> dict[int, int] | None:
+    """What `Plan.unclaimed` finds on one-slot hosts where every host is eligible: the
+    first `n` hosts by name free now that `claims` leave free (each has one slot, so
+    the default order is the label order), found by walking the label order rather
+    than by ranking every candidate; from `past` where known (`Plan.past`: the
+    claimed hosts come first), from its start otherwise. (Hot in EASY simulations of
+    big machines: RICC-2010-2, bench/RESULTS.md.)"""
+    open_free, order = cap.open_free, cap.label_order
+    if past > 0:
+        order = order[past:]  # (a copy, in C)
+    if len(open_free) * 8 < len(order):  # (few: those sorted by name)
+        order = sorted(open_free, key=cap.labels.__getitem__)
+    chosen: list[Any] = []
+    # (Taken as objects: see earliest._first_hosts.)
+    for index in cast("list[Any]", order):
+        if index in open_free and claims.get(index, 0) <= 0:
+            chosen.append(index)
+            if len(chosen) == n:
+                return dict.fromkeys(chosen, 1)
+    return None

@@ -86,18 +86,23 @@ class QuietMemo:
     """What a lean session leaves for the next one (the module's docstring)."""
 
     __slots__ = (
-        "grown", "head", "hosts", "labelled", "last", "need", "new", "now", "start", "unstarted",
+        "free", "grown", "head", "hosts", "labelled", "last", "need", "new", "now", "past",
+        "start", "unstarted",
     )
 
     def __init__(
         self, now: float, dispatch: list[Dispatch], head: PendingJob | None, start: float,
-        hosts: dict[int, int] | None, need: int,
+        hosts: dict[int, int] | None, need: int, free: int,
     ) -> None:
         self.now = now
         self.unstarted = {d.job: d.hosts for d in dispatch}
         self.head = head  # the job that reserved (looked at again)
         self.start = start  # ... its reservation's start
         self.hosts = hosts  # ... and its hosts, if the session placed it
+        self.free = free  # ... how many of those are free (-1: not counted)
+        # ... and where in label order the free hosts it leaves begin (Plan.past), with
+        # the state's label_changes then
+        self.past: tuple[int, int] = (-1, 0)
         # At most how many slots short of the job the free slots are just before the
         # start (0: the memo ends with any job)
         self.need = need
@@ -133,6 +138,9 @@ class QuietMemo:
                 return None
             if end > self.start and not self._after_last(state, run.held):
                 return None
+        hosts = self.hosts
+        if hosts is not None and self.free >= 0:  # (one slot each: those it held are free)
+            self.free += len([index for index in run.held if index in hosts])
         self.grown = True
         return self
 
@@ -236,7 +244,15 @@ def placed_again(
         return None
     real.need = memo.need
     start = memo.start_at(real.now)
-    plan._found = (start, memo.hosts, {})
+    # (how many of its hosts are free: as the session before left them, less any a
+    # dispatch of this one took, plus those freed since, `QuietMemo._ended`)
+    # (where the free hosts it leaves begin: before that position in label order,
+    # every host free then was reserved; a host freed since there is reserved too,
+    # since it was free by the start, `QuietMemo._ended`)
+    past, labelled = memo.past
+    if labelled != real.state.label_changes:
+        past = -1
+    plan._found = (start, memo.hosts, {}, -1 if real.dispatch else memo.free, past)
     return start, memo.hosts
 
 
@@ -265,7 +281,10 @@ def remember(state: SchedulerState, real: RealPass, now: float) -> None:
     need = 0
     if head is not None and not state.pools and not state.limit_used:
         need = real.need  # (an end frees no token or limit a job before it waits for)
-    memo = state.quiet = QuietMemo(now, real.dispatch, head, start, hosts, need)
+    free = -1 if plan is None or hosts is None else plan.free_claimed()
+    memo = state.quiet = QuietMemo(now, real.dispatch, head, start, hosts, need, free)
+    if plan is not None and hosts is not None:
+        memo.past = (plan.past, state.label_changes)
     used = real.quiet
     if used is not None and hosts is not None and used.hosts is hosts:
         # (the same hosts, placed again: the last label stands while no host has
