@@ -1,5 +1,6 @@
 """`sched/hosts.py` `by_name`: a placement (host index -> slots) named in name order,
-whether or not the hosts were numbered in name order."""
+whether or not the hosts were numbered in name order; and `sched/placement.py`
+`by_label`: host indices sorted by label, whatever the numbering."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xce.sched.hosts import by_name
+from xce.sched.placement import by_label
 
 
 def test_numbered_in_name_order() -> None:
@@ -35,3 +37,22 @@ def test_any_numbering(names: list[str], data: st.DataObject) -> None:
     on = by_name(placed, names)
     assert list(on) == sorted(names[i] for i in chosen)
     assert on == {names[i]: slots for i, slots in placed.items()}
+
+
+def test_by_label_in_and_out_of_index_order() -> None:
+    assert by_label({3, 0, 2}, ["a", "b", "c", "d"]) == [0, 2, 3]
+    # (a provisioned host labelled before every name, and one after: sched/labels.py)
+    labels = ["h1", "\x00burst-2", "h2", "\U0010ffffburst-1"]
+    assert by_label([0, 1, 2, 3], labels) == [1, 0, 2, 3]
+
+
+@given(
+    st.lists(st.text(max_size=3), min_size=1, max_size=12),
+    st.data(),
+)
+def test_by_label_is_a_sort_by_label(labels: list[str], data: st.DataObject) -> None:
+    """Whatever the labels and the numbering, the indices come by label, equal labels
+    (none in a cluster: a host's label holds its name) by index."""
+    indices = data.draw(st.lists(st.sampled_from(range(len(labels))), unique=True))
+    assert by_label(indices, labels) == sorted(indices, key=lambda i: (labels[i], i))
+

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import Capacity
 from xce.sched.eligibility import Eligible
-from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
+from xce.sched.placement import HostOrder, Room, by_label, default_ranked, place, spread
 from xce.sched.usage import Use
 
 if TYPE_CHECKING:
@@ -255,13 +255,13 @@ def _first_hosts(
     open_free, order = cap.open_free, cap.label_order
     walked = len(hosts) == len(plan.state.hosts)  # (every host eligible, the label order)
     if (len(open_free) + len(gain)) * 8 < len(order):  # (few)
-        order = sorted(open_free | gain.keys(), key=cap.labels.__getitem__)
+        order = by_label(open_free | gain.keys(), cap.labels)
         walked = False
     chosen: list[Any] = []
     free_now = 0
     # (Taken as objects: compiled, an index read from a list is boxed anew for each
     # lookup, an allocation past 256; RICC-2010-2.)
-    for index in cast("list[Any]", order):
+    for at, index in enumerate(cast("list[Any]", order)):
         if index in open_free:
             if index not in hosts:
                 continue
@@ -270,6 +270,5 @@ def _first_hosts(
             continue
         chosen.append(index)
         if len(chosen) == n:
-            past = order.index(index, n - 1) + 1 if walked else -1  # (hot: in C)
-            return dict.fromkeys(chosen, 1), free_now, past
+            return dict.fromkeys(chosen, 1), free_now, at + 1 if walked else -1
     return None

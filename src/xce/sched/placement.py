@@ -124,11 +124,27 @@ class RequestedFirst(HostOrder):
         return None  # (the requested hosts come first: HostOrder's shortcut does not hold)
 
 
+def by_label(indices: Iterable[int], labels: list[str]) -> list[int]:
+    """`indices` sorted by label (equal labels, which hosts present never have, by
+    index). Hosts are mostly numbered in label order, and compiled, indices sort
+    several times faster than by a key (a generic call per host): sorted by index,
+    then by label (stable) only when that order turns out not to be the labels'
+    strict order. (Hot in EASY simulations of big machines: RICC-2010-2.)"""
+    ranked = sorted(indices)
+    last = ""
+    for index in ranked:
+        label = labels[index]
+        if label <= last:
+            return sorted(ranked, key=labels.__getitem__)
+        last = label
+    return ranked
+
+
 def most_room_first(indices: Iterable[int], room: dict[int, int], labels: list[str]) -> list[int]:
     """`indices` by most `room` first, then by label: a sort by label, then a stable
     one by room (both with C keys: compiled, a key of two values is a generic call
     per host, hot in elastic simulations' holds; bench_traces.py)."""
-    ranked = sorted(indices, key=labels.__getitem__)
+    ranked = by_label(indices, labels)
     ranked.sort(key=room.__getitem__, reverse=True)  # (stable, also reversed)
     return ranked
 
@@ -147,7 +163,7 @@ def default_ranked(
         if len(ranked) != len(indices):  # not all real hosts (virtual ones have no label)
             ranked = None
     if ranked is None:
-        ranked = sorted(indices, key=labels.__getitem__)
+        ranked = by_label(indices, labels)
     if ranked:
         # (no sort when every host has as many free: compiled, each key call is a slow
         # generic call; reservations on hosts alike meet this in bench_easy.py)
@@ -187,7 +203,7 @@ def spread_everywhere(
         return None
     chosen: list[Any]
     if len(cands) * 4 < len(label_order):  # few candidates: sort their labels
-        chosen = sorted(cands, key=labels.__getitem__)[:wanted]
+        chosen = by_label(cands, labels)[:wanted]
     else:  # many: the first of them in label order
         chosen = []
         # (taken as objects: compiled, an int read from a list is unboxed, then boxed

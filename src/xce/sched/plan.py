@@ -27,7 +27,7 @@ from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.hosts import by_name
-from xce.sched.placement import default_ranked, spread
+from xce.sched.placement import by_label, default_ranked, spread
 from xce.sched.state import SchedulerState
 from xce.sched.usage import Use, host_use
 
@@ -531,7 +531,7 @@ def _first_unclaimed(
     if past > 0:
         order = order[past:]  # (a copy, in C)
     if len(open_free) * 8 < len(order):  # (few: those sorted by name)
-        order = sorted(open_free, key=cap.labels.__getitem__)
+        order = by_label(open_free, cap.labels)
     chosen: list[Any] = []
     # (Taken as objects: see earliest._first_hosts.)
     for index in cast("list[Any]", order):
