@@ -6,7 +6,7 @@ import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, overload
 
 import msgspec
 
@@ -16,6 +16,7 @@ import msgspec
 # time a key is compared or stored, several times per job a session (bench_easy.py,
 # docs/performance.md); items of Any keep Python's exact arithmetic (merge keys).
 SortKey = tuple[Any, ...]
+T_co = TypeVar("T_co", covariant=True)
 
 
 class OrderedJob(Protocol):
@@ -65,6 +66,41 @@ class TraceEntry(msgspec.Struct, frozen=True):
     stage: str  # "real" or "catalog"
     check: str  # queue, hold, limit, select, slots, consumable, span, shared, template
     detail: str
+
+
+class Tail(Sequence[T_co]):
+    """`items[start:stop]` of a list that is not changed before `stop` (a bucket's
+    jobs in scheduling order), not copied: a session's pend groups hold their jobs
+    so (sched/failure.py `Settled.pending`), and in a simulation most are never
+    read, while a copy of thousands of jobs every session was a tenth of a big
+    machine's run (RICC-2010-2, bench/RESULTS.md)."""
+
+    __slots__ = ("_items", "_start", "_stop")
+
+    def __init__(self, items: list[T_co], start: int, stop: int) -> None:
+        self._items, self._start, self._stop = items, start, stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, at: int) -> T_co: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> list[T_co]: ...
+
+    def __getitem__(self, at: int | slice) -> T_co | list[T_co]:
+        return self._items[self._start : self._stop][at]
+
+    def __iter__(self) -> Iterator[T_co]:
+        return iter(self._items[self._start : self._stop])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Tail | list):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # (a sequence compared by its items)
 
 
 class PendGroup:

@@ -147,15 +147,15 @@ class CatalogPass:
         self._limit_noted: set[tuple[Bucket, str]] = set()
 
     # ------------------------------------------------------------------ driver
-    def run(self, settled: list[Settled]) -> list[tuple[Settled, list[PendingJob], Outcome]]:
+    def run(self, settled: list[Settled]) -> list[tuple[Settled, Sequence[PendingJob], Outcome]]:
         """Try the settled buckets' jobs in scheduling order.
 
         Returns, per bucket, runs of jobs with what happened to them: a Placed for
         each placed job (one entry per job), a Failure (the catalog's reason for the
         rest of the bucket) or None (keep the real pass's reason)."""
         if not self.templates and not self.tokens:  # nothing is provisionable
-            return [(s, s.members, None) for s in settled]
-        results: list[tuple[Settled, list[PendingJob], Outcome]] = []
+            return [(s, s.pending(), None) for s in settled]
+        results: list[tuple[Settled, Sequence[PendingJob], Outcome]] = []
         fresh: list[tuple[SortKey, int, Settled, int]] = []
         buckets: set[Bucket] = set()
         fair = bool(self.state.fairshare.trees)  # (merge keys: sched/share_order.py)

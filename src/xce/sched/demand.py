@@ -3,6 +3,8 @@ template and per pool, with the pend reasons of the jobs that wait for it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from xce.model.result import (
@@ -60,7 +62,7 @@ def waiting_reason(placed: Placed) -> str:
 
 
 def pend_groups(
-    catalog: CatalogPass, outcomes: list[tuple[Settled, list[PendingJob], Outcome]]
+    catalog: CatalogPass, outcomes: list[tuple[Settled, Sequence[PendingJob], Outcome]]
 ) -> list[PendGroup]:
     """Pend groups for the buckets the real pass settled on resources, after the
     catalog pass: jobs waiting for provisioning get their own reasons."""
@@ -146,7 +148,7 @@ def demand(catalog: CatalogPass) -> Demand:
 
 
 def supply_holds(
-    catalog: CatalogPass, outcomes: list[tuple[Settled, list[PendingJob], Outcome]]
+    catalog: CatalogPass, outcomes: list[tuple[Settled, Sequence[PendingJob], Outcome]]
 ) -> list[Reservation]:
     """The reservations of jobs placed on hosts of a template (ARCHITECTURE.md 2a,
     "Elastic"): from when all their hosts are expected, on the joined hosts they hold

@@ -408,7 +408,7 @@ class RealPass:
             if start < len(order):
                 never = ever.never(self.state, bucket)
                 if never is not None:  # nothing could ever run them: they pend for it
-                    self._pend(bucket, order[start:], never)
+                    self._pend(bucket, order, start, never)
                     continue
                 fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
@@ -713,20 +713,22 @@ class RealPass:
             return pos + 1
         if self._failing:
             self._failing.pop(id(bucket), None)
-        self._pend(bucket, order[pos:], failure)
+        self._pend(bucket, order, pos, failure)
         return len(order)
 
-    def _pend(self, bucket: Bucket, members: list[PendingJob], failure: Failure) -> None:
-        """The bucket's `members` pend: those at a limit for it (the first check), the
-        others for `failure` (also a bucket nothing could ever run, sched/ever.py)."""
+    def _pend(self, bucket: Bucket, order: list[PendingJob], pos: int, failure: Failure) -> None:
+        """The bucket's jobs from `pos` in `order` pend: those at a limit for it (the
+        first check), the others for `failure` (also a bucket nothing could ever run,
+        sched/ever.py). (Not copied: Settled.)"""
+        stop = len(order)
         if self.state.config.limits:
-            limited, members = self.evaluator.split_limited(members, bucket.n)
+            limited, order = self.evaluator.split_limited(order[pos:], bucket.n)
             for job, limit in limited:
                 self._limit_pend(bucket, job, limit)
-        if members:
-            self.settled.append(
-                Settled(bucket, members, failure, self._traced(members[0], failure))
-            )
+            pos, stop = 0, -1
+        if pos < len(order):
+            trace = self._traced(order[pos], failure)
+            self.settled.append(Settled(bucket, order, failure, trace, pos, stop))
 
     def _traced(self, job: PendingJob, failure: Failure, stage: str = "real") -> int:
         """Trace why `job` (and its bucket after it) pends; the entry's index, or -1
