@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from xce.model.result import SortKey, TraceEntry
+from xce.model.result import SortKey, Tail, TraceEntry
 from xce.sched import placement
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import Capacity
@@ -159,12 +159,14 @@ class CatalogPass:
         fresh: list[tuple[SortKey, int, Settled, int]] = []
         buckets: set[Bucket] = set()
         fair = bool(self.state.fairshare.trees)  # (merge keys: sched/share_order.py)
+        # (the settled jobs are read where they are, not copied: Settled.span)
         for s in settled:
+            jobs, start, stop = s.span()
             if s.failure.kind != RESOURCE:
-                results.append((s, s.members, None))
-            elif s.members:
-                key = s.members[0].key
-                fresh.append((merge_key(s.bucket, key) if fair else key, len(fresh), s, 0))
+                results.append((s, s.pending(), None))
+            elif start < stop:
+                key = jobs[start].key
+                fresh.append((merge_key(s.bucket, key) if fair else key, len(fresh), s, start))
                 if s.bucket in buckets:  # settled in parts (reservations, holds)
                     self.one_each = False
                 buckets.add(s.bucket)
@@ -173,14 +175,13 @@ class CatalogPass:
         limits = self.state.config.limits
         while queue.left():
             _key, seq, s, pos = queue.pop()
+            members, _start, end = s.span()
             if self.evaluated >= budget:
-                results.append((s, s.members[pos:], None))
+                results.append((s, Tail(members, pos, end), None))
                 self._note(
-                    s, s.members[pos], "cap", f"catalog pass cap reached ({budget} jobs)"
+                    s, members[pos], "cap", f"catalog pass cap reached ({budget} jobs)"
                 )
                 continue
-            members = s.members
-            end = len(members)
             next_key: SortKey | None = None  # where another bucket's next job comes
             known = False
             while True:  # the job at `pos` is the earliest left
@@ -196,9 +197,11 @@ class CatalogPass:
                     results.append((s, [job], outcome))
                     self.one_each = False
                 else:
-                    rest = members[pos:] if pos else members
+                    rest: Sequence[PendingJob] = Tail(members, pos, end)
                     if limits:
-                        limited, rest = self.evaluator.split_limited(rest, s.bucket.n)
+                        limited, rest = self.evaluator.split_limited(
+                            members[pos:end], s.bucket.n
+                        )
                         for held, why in limited:
                             self.one_each = False
                             self._note_limit(s, held, why)

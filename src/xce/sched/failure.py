@@ -44,6 +44,10 @@ class Settled:
             self._jobs, self._start, self._stop = self._jobs[self._start : self._stop], 0, -1
         return self._jobs
 
+    def span(self) -> tuple[list[PendingJob], int, int]:
+        """The list the jobs are in, and where they begin and end in it."""
+        return self._jobs, self._start, self._stop if self._stop >= 0 else len(self._jobs)
+
     def pending(self) -> Sequence[PendingJob]:
         """The jobs, not copied: for pend groups, which only read them."""
         if self._stop >= 0:
