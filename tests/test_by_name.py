@@ -1,14 +1,13 @@
 """`sched/hosts.py` `by_name`: a placement (host index -> slots) named in name order,
-whether or not the hosts were numbered in name order; and `sched/placement.py`
-`by_label`: host indices sorted by label, whatever the numbering."""
+whether or not the hosts were numbered in name order; and `by_label`, on which it is
+built: host indices sorted by label, whatever the numbering."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xce.sched.hosts import by_name
-from xce.sched.placement import by_label
+from xce.sched.hosts import by_label, by_name
 
 
 def test_numbered_in_name_order() -> None:

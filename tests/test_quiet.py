@@ -363,7 +363,7 @@ def test_the_last_label_is_carried_while_hosts_keep_their_places() -> None:
         """), "quiet.yaml"))
     state.apply(HostAdded(name="burst-1", slots=1, template="burst", time=5))
     index = {name: i for i, name in enumerate(state.names)}
-    memo = QuietMemo(10, [], None, 20, {index["h001"]: 1, index["burst-1"]: 1}, 1, -1)
+    memo = QuietMemo(10, [], None, 20, {index["h001"]: 1, index["burst-1"]: 1}, 1)
     assert memo._after_last(state, {index["h002"]: 1}), "burst-1 (idle) comes first"
     state.apply(JobSubmitted(job=JobSpec(id=1, n=1, run_limit=30)))
     state.apply(JobStarted(job=1, hosts={"burst-1": 1}, time=10))

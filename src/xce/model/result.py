@@ -90,7 +90,9 @@ class Tail(Sequence[T_co]):
     def __getitem__(self, at: slice) -> list[T_co]: ...
 
     def __getitem__(self, at: int | slice) -> T_co | list[T_co]:
-        return self._items[self._start : self._stop][at]
+        if isinstance(at, slice):
+            return self._items[self._start : self._stop][at]
+        return self._items[range(self._start, self._stop)[at]]  # (one item: no copy)
 
     def __iter__(self) -> Iterator[T_co]:
         return iter(self._items[self._start : self._stop])

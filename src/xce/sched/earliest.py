@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, cast
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import Capacity
 from xce.sched.eligibility import Eligible
-from xce.sched.placement import HostOrder, Room, by_label, default_ranked, place, spread
+from xce.sched.hosts import by_label
+from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
 from xce.sched.usage import Use
 
 if TYPE_CHECKING:

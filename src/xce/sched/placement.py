@@ -7,6 +7,7 @@ from typing import Any, cast
 
 from xce.resreq import OrderKey
 from xce.sched.capacity import EPSILON, Capacity
+from xce.sched.hosts import by_label
 from xce.sched.usage import NGPUS, Use
 
 
@@ -122,22 +123,6 @@ class RequestedFirst(HostOrder):
 
     def widest(self, members: set[int]) -> int | None:
         return None  # (the requested hosts come first: HostOrder's shortcut does not hold)
-
-
-def by_label(indices: Iterable[int], labels: list[str]) -> list[int]:
-    """`indices` sorted by label (equal labels, which hosts present never have, by
-    index). Hosts are mostly numbered in label order, and compiled, indices sort
-    several times faster than by a key (a generic call per host): sorted by index,
-    then by label (stable) only when that order turns out not to be the labels'
-    strict order. (Hot in EASY simulations of big machines: RICC-2010-2.)"""
-    ranked = sorted(indices)
-    last = ""
-    for index in ranked:
-        label = labels[index]
-        if label <= last:
-            return sorted(ranked, key=labels.__getitem__)
-        last = label
-    return ranked
 
 
 def most_room_first(indices: Iterable[int], room: dict[int, int], labels: list[str]) -> list[int]:

@@ -26,8 +26,8 @@ from xce.model.result import Reservation
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.eligibility import Eligible
-from xce.sched.hosts import by_name
-from xce.sched.placement import by_label, default_ranked, spread
+from xce.sched.hosts import by_label, by_name
+from xce.sched.placement import default_ranked, spread
 from xce.sched.state import SchedulerState
 from xce.sched.usage import Use, host_use
 
@@ -296,7 +296,6 @@ class Plan:
             self._claims = dict(hosts)
             self.past = past
             return free_now
-
         free_slots = self.cap.free_slots
         claims = self._claims = {}
         held = 0

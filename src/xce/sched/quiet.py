@@ -92,16 +92,17 @@ class QuietMemo:
 
     def __init__(
         self, now: float, dispatch: list[Dispatch], head: PendingJob | None, start: float,
-        hosts: dict[int, int] | None, need: int, free: int,
+        hosts: dict[int, int] | None, need: int,
     ) -> None:
         self.now = now
         self.unstarted = {d.job: d.hosts for d in dispatch}
         self.head = head  # the job that reserved (looked at again)
         self.start = start  # ... its reservation's start
         self.hosts = hosts  # ... and its hosts, if the session placed it
-        self.free = free  # ... how many of those are free (-1: not counted)
-        # ... and where in label order the free hosts it leaves begin (Plan.past), with
-        # the state's label_changes then
+        # ... how many of those are free (-1: not counted), and where in label order
+        # the free hosts it leaves begin (Plan.past), with the state's label_changes
+        # then: both carried to the next session (`placed_again`)
+        self.free = -1
         self.past: tuple[int, int] = (-1, 0)
         # At most how many slots short of the job the free slots are just before the
         # start (0: the memo ends with any job)
@@ -244,11 +245,10 @@ def placed_again(
         return None
     real.need = memo.need
     start = memo.start_at(real.now)
-    # (how many of its hosts are free: as the session before left them, less any a
-    # dispatch of this one took, plus those freed since, `QuietMemo._ended`)
-    # (where the free hosts it leaves begin: before that position in label order,
-    # every host free then was reserved; a host freed since there is reserved too,
-    # since it was free by the start, `QuietMemo._ended`)
+    # How many of its hosts are free: as the session before left them, plus those
+    # freed since (`QuietMemo._ended`), unless a dispatch of this one took some. Where
+    # the free hosts it leaves begin: before that position in label order every host
+    # free then was reserved, and so is one freed since (it was free by the start).
     past, labelled = memo.past
     if labelled != real.state.label_changes:
         past = -1
@@ -281,10 +281,9 @@ def remember(state: SchedulerState, real: RealPass, now: float) -> None:
     need = 0
     if head is not None and not state.pools and not state.limit_used:
         need = real.need  # (an end frees no token or limit a job before it waits for)
-    free = -1 if plan is None or hosts is None else plan.free_claimed()
-    memo = state.quiet = QuietMemo(now, real.dispatch, head, start, hosts, need, free)
+    memo = state.quiet = QuietMemo(now, real.dispatch, head, start, hosts, need)
     if plan is not None and hosts is not None:
-        memo.past = (plan.past, state.label_changes)
+        memo.free, memo.past = plan.free_claimed(), (plan.past, state.label_changes)
     used = real.quiet
     if used is not None and hosts is not None and used.hosts is hosts:
         # (the same hosts, placed again: the last label stands while no host has
