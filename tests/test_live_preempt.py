@@ -100,9 +100,14 @@ def test_a_requeued_victim_is_killed_and_runs_again_from_the_start(
 def test_a_controller_restarted_mid_preemption_loses_nothing(cluster: LiveCluster) -> None:
     job, pid = victim(cluster, cluster.root / "restart.pids")
     flag = cluster.root / "restart.end"
-    urgent = submit(cluster, "-q", "urgent", "--", *until(flag))
-    cluster.wait_state(urgent, "RUN")  # (the controller's word: the agent may not yet know)
+    began = cluster.root / "restart.began"
+    urgent = submit(cluster, "-q", "urgent", "--", "sh", "-c",
+                    f"touch {began}; while [ ! -e {flag} ]; do sleep 0.1; done")
     wait_for(lambda: state_of(pid) == "T", 10, "the victim's process to be stopped")
+    # The preemptor starts at the session after the suspension; its dispatch is durable
+    # once its agent has started it (the view says RUN a group commit earlier: a kill
+    # in that window leaves it pending again, and the next session dispatches it anew).
+    wait_for(began.exists, 15, "the preemptor to start on its host")
     listen = cluster.url.removeprefix("http://")  # (the same address: the agent's)
     cluster.stop_controller()  # (SIGKILL) while the victim is suspended for urgent
     cluster.start_controller(listen=listen)
