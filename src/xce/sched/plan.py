@@ -161,6 +161,7 @@ class Plan:
         # can have a claim above 0 (it fits by then: what it needs of a full host
         # frees by then): the others are left out, as claiming nothing.
         self._claims: dict[int, int] | None = None
+        self._shared_claims = False  # (they are the booking's hosts: `_claim`)
         # With those claims, on one-slot hosts: where in label order the free hosts
         # that the booking leaves begin (before it, every free host is claimed: it
         # took the first by name), -1 if not known. The capacity only falls, so it
@@ -196,6 +197,9 @@ class Plan:
         if claims is not None and time <= self.bookings[0].start:  # (a dispatch's end)
             for index, freed in hosts.items():
                 if index in claims:
+                    if self._shared_claims:  # (the booking's hosts: copied first)
+                        claims = self._claims = dict(claims)
+                    self._shared_claims = False
                     claims[index] -= freed
         profiles = self.profiles
         # (the smaller side: a wide reservation, or many profiles)
@@ -290,14 +294,16 @@ class Plan:
         if self.cap.widest <= 1 and (free_now >= 0 or gain.keys().isdisjoint(free)):
             # One-slot hosts: each free reserved host is claimed whole. Only hosts
             # free now are ever asked about (the capacity only falls), so the
-            # claims can be all its hosts, copied in C; where not known, the count
-            # is made when asked (held_slots). Hot in EASY simulations of big
-            # machines (RICC-2010-2: a claim per session on thousands of hosts).
-            self._claims = dict(hosts)
+            # claims can be its hosts, shared until a dispatch's end changes them
+            # (`_change`); where not known, the count is made when asked (held_slots).
+            # Hot in EASY simulations of big machines (RICC-2010-2: thousands of hosts).
+            self._claims = hosts
+            self._shared_claims = True
             self.past = past
             return free_now
         free_slots = self.cap.free_slots
         claims = self._claims = {}
+        self._shared_claims = False
         held = 0
         for index in free if len(free) < len(hosts) else hosts:
             if index in free and index in hosts:
@@ -444,12 +450,14 @@ class Plan:
             return -1
         return made[2]
 
-    def unclaimed(self, bucket: Bucket, cands: list[int]) -> dict[int, int] | None:
+    def unclaimed(self, bucket: Bucket, cands: list[int] | None) -> dict[int, int] | None:
         """Where a job of a slots-only bucket (Bucket.slots_only) goes now on its
         candidates, less what the one booking claims of them within its window: the
         default placement on that capacity (what placing it with `holdback` held back
         finds, in one pass). None: no claims are known (the caller holds back), or
-        the slots do not add up. (Hot in EASY simulations of big machines.)"""
+        the slots do not add up. `cands` may be None where they are every open host
+        with a free slot, one slot each (not listed). (Hot in EASY simulations of
+        big machines.)"""
         claims = self._claims
         if claims is None:
             return None
@@ -462,6 +470,7 @@ class Plan:
             and len(cap.hosts) == len(self.state.hosts)  # (no virtual host: all labelled)
         ):
             return _first_unclaimed(cap, claims, bucket.n, self.past if claims else 0)
+        assert cands is not None
         scratch = self._scratch
         if scratch is None:
             scratch = self._scratch = Capacity(self.state)

@@ -293,18 +293,10 @@ class Evaluator:
         on the very same capacity before, no eligible open host, or fewer free slots
         than the job needs on its eligible hosts (then no placement exists: what
         `try_place` would find, sooner). Else the candidate hosts to try."""
-        cap = self.cap
-        # A failure found by an earlier session on the very same capacity: nothing that
-        # decides fit has changed since, and nothing was reserved before it this session.
-        known = bucket.failure
-        if known is not None and cap.version == 0 and known[0] == self.state.capacity_version:
-            assert isinstance(known[1], Failure)
-            self.state.failure_cache_hits += 1
-            return known[1]
+        known = self.known_or_counted(bucket)
+        if isinstance(known, Failure):
+            return known
         n = bucket.n
-        counted = self._free_everywhere(bucket)
-        if counted is not None and counted < n:  # (without the view: hot)
-            return self.remember(bucket, self.slots_failure(n, counted))
         cands = self.candidates(bucket)
         if isinstance(cands, Failure):
             return self.remember(bucket, cands)
@@ -315,6 +307,26 @@ class Evaluator:
         if free < n:
             return self.remember(bucket, self.slots_failure(n, free))
         return cands
+
+    def known_or_counted(self, bucket: Bucket) -> Failure | int:
+        """quick_failure's first steps, without the candidates' list: the bucket's
+        next job's failure if it is known, or if its candidates are every open host
+        with a free slot, one slot each, and too few; else how many those are (what
+        `free_on` finds), -1 where the candidates are not those."""
+        # A failure found by an earlier session on the very same capacity: nothing that
+        # decides fit has changed since, and nothing was reserved before it this session.
+        known = bucket.failure
+        if known is not None and self.cap.version == 0 and known[0] == self.state.capacity_version:
+            assert isinstance(known[1], Failure)
+            self.state.failure_cache_hits += 1
+            return known[1]
+        n = bucket.n
+        counted = self._free_everywhere(bucket)
+        if counted is None:
+            return -1
+        if counted < n:  # (without the view: hot)
+            return self.remember(bucket, self.slots_failure(n, counted))
+        return counted
 
     def _free_everywhere(self, bucket: Bucket) -> int | None:
         """The free slots of the bucket's candidates when they are every open host
@@ -458,14 +470,18 @@ class RealPass:
         on the free capacity (a job that does not fit there fails as ever), then, if
         reservations hold some of it within the job's window, without that."""
         evaluator = self.evaluator
+        unplaced = self._unplaced
+        lean_ok = bucket.slots_only and self.trace is None
+        if lean_ok and unplaced is None and (found := _lean_uncounted(self, bucket)) is not None:
+            return found
         cands = evaluator.quick_failure(bucket)
         if isinstance(cands, Failure):
             return cands
-        unplaced = self._unplaced
         if unplaced is not None and self.now + bucket.window <= unplaced[2]:
             return evaluator.place_on(bucket, cands)  # it ends before the only reservation
-        if bucket.slots_only and self.trace is None:
-            lean = _lean_placement(self, bucket, cands)
+        if lean_ok:
+            assert isinstance(bucket.eligible, Eligible)
+            lean = _lean_placement(self, bucket, evaluator.free_on(bucket.eligible, cands), cands)
             if lean is not None:
                 return lean
         outcome = evaluator.place_on(bucket, cands)
@@ -740,17 +756,29 @@ class RealPass:
         return len(trace) - 1
 
 
-def _lean_placement(real: RealPass, bucket: Bucket, cands: list[int]) -> Placement | Failure | None:
+def _lean_uncounted(real: RealPass, bucket: Bucket) -> Placement | Failure | None:
+    """_lean_placement where the candidates are every open host with a free slot, one
+    slot each: decided on their number, without their list (hot in EASY simulations
+    of big machines: RICC-2010-2, where most jobs behind the reservation fail). None:
+    they are not so, or the usual evaluation decides."""
+    free = real.evaluator.known_or_counted(bucket)
+    if isinstance(free, Failure):
+        return free
+    return None if free < 0 else _lean_placement(real, bucket, free, None)
+
+
+def _lean_placement(
+    real: RealPass, bucket: Bucket, free: int, cands: list[int] | None
+) -> Placement | Failure | None:
     """Where a slots-only job goes now behind reservations, in a session without pend
-    reasons (hot in EASY simulations): a failure when the free slots of its
+    reasons (hot in EASY simulations): a failure when the `free` slots of its
     candidates, less what reservations hold back of them within its window, do not
     add up (known before placing it: most jobs behind a reservation fail so); else
-    its placement on what the one booking leaves (sched/plan.py `unclaimed`). None:
-    the usual evaluation decides (no claims known, or hosts requested for the job,
-    which it takes first among equals)."""
-    assert isinstance(bucket.eligible, Eligible)
+    its placement on what the one booking leaves (sched/plan.py `unclaimed`;
+    `cands`: None where they are every open host with a free slot, one slot each,
+    not listed). None: the usual evaluation decides (no claims known,
+    or hosts requested for the job, which it takes first among equals)."""
     plan = real.ensure_plan()
-    free = real.evaluator.free_on(bucket.eligible, cands)
     if free - plan.held_slots(bucket) < bucket.n:
         return Failure(RESOURCE, "reservation", "Would delay a reservation")
     placed = None if real.evaluator.requested else plan.unclaimed(bucket, cands)
