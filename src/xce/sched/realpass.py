@@ -460,9 +460,8 @@ class RealPass:
         self, bucket: Bucket, order: list[PendingJob], pos: int, until: SortKey | None
     ) -> int:
         """_run once a reservation is booked: each job starts now only on capacity
-        that stays free over its window (job by job: what a reservation holds back
-        depends on the window). Twins of a job that failed now fail now too, without
-        an evaluation (`_failing`); each may still reserve."""
+        that stays free over its window (what a reservation holds back depends on
+        it). Twins of a job that failed now fail too, unevaluated (`_failing`)."""
         return self._place_each(bucket, order, pos, until, None, True)
 
     def _evaluate_planned(self, bucket: Bucket) -> Placement | Failure:
@@ -470,15 +469,16 @@ class RealPass:
         on the free capacity (a job that does not fit there fails as ever), then, if
         reservations hold some of it within the job's window, without that."""
         evaluator = self.evaluator
-        unplaced = self._unplaced
+        unplaced = self._unplaced  # (it ends before the only reservation: placed as ever)
+        before = unplaced is not None and self.now + bucket.window <= unplaced[2]
         lean_ok = bucket.slots_only and self.trace is None
-        if lean_ok and unplaced is None and (found := _lean_uncounted(self, bucket)) is not None:
+        if lean_ok and not before and (found := _lean_uncounted(self, bucket)) is not None:
             return found
         cands = evaluator.quick_failure(bucket)
         if isinstance(cands, Failure):
             return cands
-        if unplaced is not None and self.now + bucket.window <= unplaced[2]:
-            return evaluator.place_on(bucket, cands)  # it ends before the only reservation
+        if before:
+            return evaluator.place_on(bucket, cands)
         if lean_ok:
             assert isinstance(bucket.eligible, Eligible)
             lean = _lean_placement(self, bucket, evaluator.free_on(bucket.eligible, cands), cands)
