@@ -55,3 +55,11 @@ def test_by_label_is_a_sort_by_label(labels: list[str], data: st.DataObject) -> 
     indices = data.draw(st.lists(st.sampled_from(range(len(labels))), unique=True))
     assert by_label(indices, labels) == sorted(indices, key=lambda i: (labels[i], i))
 
+
+
+@given(st.sets(st.integers(0, 40)))
+def test_by_label_of_hosts_numbered_in_label_order(indices: set[int]) -> None:
+    """`indexed` (state.indexed_labels): the labels ascend with the index, and a sort
+    of the indices is the sort by label."""
+    labels = [f"h{i:03d}" for i in range(41)]
+    assert by_label(indices, labels, indexed=True) == by_label(indices, labels)

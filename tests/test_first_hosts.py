@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_quiet import JOBS, Row, cluster, replay, workload
@@ -74,11 +75,68 @@ def test_reservations_on_one_slot_hosts_take_the_hosts_the_general_placement_tak
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(FEW, st.booleans(), st.sampled_from([1, 2]))
+@given(FEW, st.booleans(), st.sampled_from([1, 2]), st.booleans())
 def test_reservations_when_few_hosts_are_free_by_the_start(
-    rows: list[Row], backfill: bool, depth: int
+    rows: list[Row], backfill: bool, depth: int, reasons: bool
 ) -> None:
-    replay(Placements(cluster(64, backfill=backfill, depth=depth)), workload(rows))
+    """Also in lean sessions, where a job behind the reservation takes the first free
+    hosts past its hosts (sched/plan.py `_first_unclaimed`, by index: the hosts are
+    numbered in name order)."""
+    placements = Placements(cluster(64, backfill=backfill, depth=depth), reasons=reasons)
+    assert placements.fast.indexed_labels
+    replay(placements, workload(rows))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(FEW, st.booleans(), st.sampled_from([1, 2]), st.booleans())
+def test_few_hosts_free_numbered_out_of_name_order(
+    rows: list[Row], backfill: bool, depth: int, reasons: bool
+) -> None:
+    """The same on hosts configured out of name order: sorted by label, not index."""
+    placements = Placements(
+        cluster(64, backfill=backfill, depth=depth).replace(
+            '- {name: "h[001-064]", slots: 1}',
+            '- {name: "h[033-064]", slots: 1}\n  - {name: "h[001-032]", slots: 1}',
+        ),
+        reasons=reasons,
+    )
+    assert not placements.fast.indexed_labels and placements.fast.names[0] == "h033"
+    replay(placements, workload(rows))
+
+
+@dataclass
+class Recorded(Placements):
+    dispatched: dict[int, dict[str, int]] = field(default_factory=dict)
+
+    def session(self, now: float) -> list[tuple[int, dict[str, int]]]:
+        started = super().session(now)
+        self.dispatched.update(started)
+        return started
+
+
+OUT_OF_ORDER = ('- {name: "h[001-080]", slots: 1}',
+                '- {name: "h[041-080]", slots: 1}\n  - {name: "h[001-040]", slots: 1}')
+
+
+@pytest.mark.parametrize("numbered_in_order", [True, False])
+def test_a_job_behind_the_reservation_takes_the_first_free_host_past_its_hosts(
+    numbered_in_order: bool,
+) -> None:
+    """80 one-slot hosts: jobs on h001-h040 (to 1000), h041 (to 10) and h042-h078; a
+    40-host job reserves h001-h040 from 1000; h041 frees at 10; a long one-host job
+    then takes h041, the first free host past the reservation's last (three hosts
+    free: sorted, not walked, from there: sched/plan.py `_first_unclaimed`)."""
+    text = cluster(80)
+    if not numbered_in_order:
+        text = text.replace(*OUT_OF_ORDER)
+    placements = Recorded(text, reasons=False)
+    assert placements.fast.indexed_labels == numbered_in_order
+    rows: list[Row] = [(0, 1000, 40, 1000, "normal", 0), (0, 10, 1, 10, "normal", 0),
+                       (0, 2000, 37, 2000, "normal", 0), (5, 3000, 40, 3000, "normal", 0),
+                       (10, 5000, 1, 5000, "normal", 0)]
+    replay(placements, workload(rows))
+    assert placements.dispatched[2] == {"h041": 1}
+    assert placements.dispatched[5] == {"h041": 1}
 
 
 def restricted_cluster(backfill: bool, depth: int) -> str:

@@ -242,6 +242,9 @@ def test_idle_in_order_means_idle_hosts_are_in_order_of_idle_time(
             [h.index for h in present], key=lambda i: state.labels[i]
         )
         assert state.fresh == {h.index for h in present if label_of(state, h)[0] == FRESH}
+        # ... and while the state says the hosts are numbered in that order, they are
+        if state.indexed_labels:
+            assert state.label_order == sorted(state.label_order)
 
 
 # ----------------------------------------------------------------------------- placement

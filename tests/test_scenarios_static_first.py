@@ -107,3 +107,17 @@ def test_static_first_must_be_a_boolean():
     err = caught.value
     assert (err.file, err.line, err.field) == ("scenario.yaml", 8, "cluster.catalog.static_first")
     assert "boolean" in err.message or "true or false" in err.message, err.message
+
+
+def test_hosts_numbered_in_label_order_are_known_so():
+    """`state.indexed_labels` (sched/labels.py): True only while the label order is the
+    order of host indices (placements then sort indices, not labels). Here burst-2,
+    idle since it joined, comes before every static host; burst-1, which worked,
+    after them."""
+    static = _state(CLUSTER.split("\nhosts:\n")[0] + "\njobs:\n")
+    assert static.indexed_labels and static.label_order == [0, 1]
+    state = _state(scenario())
+    order = [state.names[i] for i in state.label_order]
+    assert order == ["burst-2", "n01", "n02", "burst-1"]
+    assert not state.indexed_labels
+    assert state.label_order != sorted(state.label_order)

@@ -5,6 +5,7 @@ there."""
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, cast
 
 from xce.sched.buckets import Bucket
@@ -241,22 +242,33 @@ def _first_hosts(
     the first `n` eligible hosts by name that are free by then (each has one slot
     free, so the default order is the label order), instead of the candidates, their
     ranking and the spread. Where many hosts are free by then, a walk of the label
-    order that stops there; where few are, those sorted by name. (Hot in EASY
-    simulations: CTC-SP2, RICC-2010-2, bench/RESULTS.md.)
+    order that stops there; where few are, those sorted by name; where every host
+    is eligible and the hosts are numbered in label order (state.indexed_labels),
+    the smallest indices of those free by then. (Hot in EASY simulations: CTC-SP2,
+    RICC-2010-2, bench/RESULTS.md.)
 
     A host is free by then when it is free now (open with a free slot) or gains one
     by then: with nothing booked, the plan's changes only add (this session's
     dispatches' ends), so a gain is a free slot. Also returns how many of the hosts
     chosen are free now: the slots a reservation there holds back (`Plan.reserve`:
     counted here rather than by intersecting sets, hot in RICC-2010-2); and, where
-    every host is eligible and the walk took the label order, its position there
+    every host is eligible and the label order was followed, its position there
     after the last host chosen: every host free now before it is chosen (else -1;
     `Plan.unclaimed` walks on from it)."""
     cap = plan.cap
     open_free, order = cap.open_free, cap.label_order
     walked = len(hosts) == len(plan.state.hosts)  # (every host eligible, the label order)
+    if walked and plan.state.indexed_labels:
+        # Numbered in label order: the first by name are the smallest indices, sorted
+        # in C (RICC-2010-2: walks of thousands of hosts, or sorts by label, before).
+        ranked = sorted(open_free | gain.keys())
+        if len(ranked) < n:
+            return None
+        first = ranked[:n]
+        return (dict.fromkeys(first, 1), len(open_free.intersection(first)),
+                bisect_left(order, first[-1]) + 1)
     if (len(open_free) + len(gain)) * 8 < len(order):  # (few)
-        order = by_label(open_free | gain.keys(), cap.labels)
+        order = by_label(open_free | gain.keys(), cap.labels, plan.state.indexed_labels)
         walked = False
     chosen: list[Any] = []
     free_now = 0

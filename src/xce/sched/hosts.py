@@ -105,14 +105,17 @@ def host_at(hosts: list[HostRecord | None], index: int) -> HostRecord:
     return host
 
 
-def by_label(indices: Iterable[int], labels: list[str]) -> list[int]:
+def by_label(indices: Iterable[int], labels: list[str], indexed: bool = False) -> list[int]:
     """`indices` sorted by their labels (host names, or sort labels: sched/labels.py;
     equal labels, which hosts present never have, by index). Hosts are mostly
     numbered in label order, and compiled, indices sort several times faster than
     by a key (a generic call per host): sorted by index, then by label (stable) only
-    when that order turns out not to be the labels' strict order. (Hot in EASY
-    simulations: bench_easy.py, RICC-2010-2.)"""
+    when that order turns out not to be the labels' strict order, or not at all
+    when the hosts are known to be numbered so (`indexed`: state.indexed_labels).
+    (Hot in EASY simulations: bench_easy.py, RICC-2010-2.)"""
     ranked = sorted(indices)
+    if indexed:
+        return ranked
     last = ""
     for index in ranked:
         label = labels[index]

@@ -10,7 +10,9 @@ host was requested for still takes it first (sched/placement.py RequestedFirst),
 holds it while the rest of its supply comes (sched/holds.py). Static hosts are
 labelled by name, so a cluster without provisioned hosts, or with `static_first:
 false`, orders hosts by name alone. The hosts present are kept in label order
-(`state.label_order`), so that placements read it instead of sorting.
+(`state.label_order`), so that placements read it instead of sorting; while hosts
+are numbered in that order (`state.indexed_labels`, as configured hosts are), sorting
+indices sorts by label.
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ def place_label(state: SchedulerState, host: HostRecord) -> None:
     label = label_of(state, host)
     state.labels[host.index] = label
     at = _position(state, label)
-    state.label_order.insert(at, host.index)
+    order, index = state.label_order, host.index
+    order.insert(at, index)
+    if (at > 0 and order[at - 1] > index) or (at + 1 < len(order) and order[at + 1] < index):
+        state.indexed_labels = False  # (kept so: True says label order is index order)
     state._label_hint = at + 1  # (hosts that join one after the other sort so, mostly)
     state.label_changes += 1
     if label[0] == FRESH:

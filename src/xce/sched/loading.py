@@ -78,6 +78,7 @@ def _clear_hosts(state: SchedulerState, config: ClusterConfig) -> None:
     state.virtual = {}
     state.hosts, state.host_by_name, state.free_slots, state.open_free = [], {}, [], set()
     state.names, state.labels, state.label_order, state.fresh = [], [], [], set()
+    state.indexed_labels = True
     state.provisioned, state.busy_slots, state.alive = {}, 0, {}
     state.idle_provisioned = {}
     state._free_indices = []

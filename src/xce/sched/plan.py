@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from collections.abc import Iterable
 from typing import Any, cast
 
 from xce.model.result import Reservation
@@ -469,7 +470,8 @@ class Plan:
             cap.widest <= 1 and not elig.others and not elig.exclusive
             and len(cap.hosts) == len(self.state.hosts)  # (no virtual host: all labelled)
         ):
-            return _first_unclaimed(cap, claims, bucket.n, self.past if claims else 0)
+            past = self.past if claims else 0
+            return _first_unclaimed(cap, claims, bucket.n, past, self.state.indexed_labels)
         assert cands is not None
         scratch = self._scratch
         if scratch is None:
@@ -527,19 +529,28 @@ class Plan:
 
 
 def _first_unclaimed(
-    cap: Capacity, claims: dict[int, int], n: int, past: int
+    cap: Capacity, claims: dict[int, int], n: int, past: int, indexed: bool
 ) -> dict[int, int] | None:
     """What `Plan.unclaimed` finds on one-slot hosts where every host is eligible: the
     first `n` hosts by name free now that `claims` leave free (each has one slot, so
     the default order is the label order), found by walking the label order rather
     than by ranking every candidate; from `past` where known (`Plan.past`: the
-    claimed hosts come first), from its start otherwise. (Hot in EASY simulations of
-    big machines: RICC-2010-2, bench/RESULTS.md.)"""
+    claimed hosts come first), from its start otherwise. Where few hosts are free,
+    those sorted by name, from `past` too (`indexed`: state.indexed_labels). (Hot in
+    EASY simulations of big machines: RICC-2010-2, bench/RESULTS.md.)"""
     open_free, order = cap.open_free, cap.label_order
-    if past > 0:
+    if len(open_free) * 8 < len(order) - max(past, 0):  # (few: those sorted by name)
+        free: Iterable[int] = open_free
+        if past > 0:  # (those past it: by index where hosts are numbered in label order)
+            labels, last = cap.labels, order[past - 1]
+            if indexed:
+                free = [index for index in open_free if index > last]
+            else:
+                bound = labels[last]
+                free = [index for index in open_free if labels[index] > bound]
+        order = by_label(free, cap.labels, indexed)
+    elif past > 0:
         order = order[past:]  # (a copy, in C)
-    if len(open_free) * 8 < len(order):  # (few: those sorted by name)
-        order = by_label(open_free, cap.labels)
     chosen: list[Any] = []
     # (Taken as objects: see earliest._first_hosts.)
     for index in cast("list[Any]", order):

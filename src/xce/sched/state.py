@@ -86,6 +86,7 @@ class SchedulerState:
         self.names: list[str] = []  # host names by index ("" where none)
         self.labels: list[str] = []  # sort labels by index (sched/labels.py)
         self.label_order: list[int] = []  # indices of the hosts present, by label
+        self.indexed_labels = True  # ... which ascend there (sched/labels.py)
         self._label_hint = 0  # where the last host went in or left label_order
         self.label_changes = 0  # hosts put in or taken out of label_order so far
         self.fresh: set[int] = set()  # provisioned hosts labelled fresh
@@ -139,9 +140,8 @@ class SchedulerState:
         self._valid_res: set[str] = set()  # requirement strings checked against config
         # (slots, free) -> the shared "not enough job slots" failure (failure.Failure)
         self.slot_failures: dict[tuple[int, int], object] = {}
-        # Bucket failures reused from an earlier session (Bucket.failure), counted by the
-        # real pass (read by tests, GET /demand): equal live and simulated.
-        self.failure_cache_hits = 0
+        # Bucket failures reused from an earlier session (Bucket.failure), counted by
+        self.failure_cache_hits = 0  # the real pass (tests, GET /demand; live = simulated)
         self.quiet: QuietMemo | None = None  # the last lean session's (sched/quiet.py)
         self.placed: dict[int, Placed] = {}  # the last session's dispatches (running.py)
         self.fairshare = Fairshare()  # fairshare queues' shares and usage (fairshare.py)
