@@ -64,6 +64,16 @@ now) can only understate the shortfall again.
 (Hot in EASY simulations of big machines: on RICC-2010-2, with limits not enforced,
 over half the time of sessions went to reservations waiting for jobs past their
 limit, bench/RESULTS.md.)
+
+Shortfalls. A job counted `s` slots short (its candidates' free slots, less what the
+reservation holds back of them within its window: `Evaluator.shorts`) fails again,
+and so do its bucket's twins, until ends have freed `s` slots: while the memo
+stands, what a bucket can use grows only by what ends free (one slot each of the
+hosts they held), since the reservation keeps its start and hosts, each window
+crosses the start once it has, and dispatches only take. The session skips such
+buckets (but the reserved job's), and the memo carries what they are still short.
+A reservation moved to one second from now drops them: a one-second window that
+crossed the old start may end by the new one.
 """
 
 from __future__ import annotations
@@ -86,8 +96,8 @@ class QuietMemo:
     """What a lean session leaves for the next one (the module's docstring)."""
 
     __slots__ = (
-        "free", "grown", "head", "hosts", "labelled", "last", "need", "new", "now", "past",
-        "start", "unstarted",
+        "free", "freed", "grown", "head", "hosts", "labelled", "last", "need", "new", "now",
+        "past", "shorts", "start", "unstarted",
     )
 
     def __init__(
@@ -110,6 +120,10 @@ class QuietMemo:
         self.last: str | None = None  # the last of its hosts' labels (when first needed)
         self.labelled = 0  # ... made when the state's label_changes were so many
         self.grown = False  # whether a job ended since: capacity grew
+        self.freed = 0  # ... the slots ends freed since (one each of one-slot hosts)
+        # Buckets that failed short of free slots, by how many: they fail again until
+        # ends free that many ("Shortfalls" in the module's docstring)
+        self.shorts: dict[Bucket, int] = {}
         self.new: dict[Bucket, SortKey] = {}  # the first job queued since, by bucket
 
     def after(self, event: SchedulerEvent, state: SchedulerState) -> QuietMemo | None:
@@ -143,6 +157,7 @@ class QuietMemo:
         if hosts is not None and self.free >= 0:  # (one slot each: those it held are free)
             self.free += len([index for index in run.held if index in hosts])
         self.grown = True
+        self.freed += len(run.held)
         return self
 
     def _after_last(self, state: SchedulerState, held: dict[int, int]) -> bool:
@@ -191,11 +206,15 @@ class QuietMemo:
     def first_to_look_at(self, bucket: Bucket, order: list[PendingJob], start: int) -> int:
         """Where the session takes up `order[start:]`: at the job that reserved or the
         first job queued since, whichever comes first (len(order): nowhere); after an
-        end, at `start` (every job may fit now)."""
-        if self.grown:
-            return start
+        end, at `start` (every job may fit now), but nowhere in a bucket still short
+        of free slots (but the reserved job's)."""
         at = len(order)
         head = self.head
+        short = self.shorts.get(bucket)
+        if short is not None and short > self.freed and (head is None or head.bucket is not bucket):
+            return at
+        if self.grown:
+            return start
         if head is not None and head.bucket is bucket:
             at = order.index(head, start)
         first = self.new.get(bucket)
@@ -220,8 +239,10 @@ def quiet_since(state: SchedulerState, now: float) -> QuietMemo | None:
     memo = state.quiet
     if memo is None or memo.unstarted or now <= memo.now:
         return None
-    if memo.head is not None and memo.start < now + 1.0 and not memo.moves(state, now):
-        return None
+    if memo.head is not None and memo.start < now + 1.0:
+        if not memo.moves(state, now):
+            return None
+        memo.shorts = {}  # (a window that crossed the old start may end by the new one)
     return memo
 
 
@@ -285,6 +306,12 @@ def remember(state: SchedulerState, real: RealPass, now: float) -> None:
     if plan is not None and hosts is not None:
         memo.free, memo.past = plan.free_claimed(), (plan.past, state.label_changes)
     used = real.quiet
+    if used is not None:  # (shortfalls found before, less what ended since: still short)
+        freed = used.freed
+        memo.shorts = {b: short - freed for b, short in used.shorts.items() if short > freed}
+        memo.shorts.update(real.evaluator.shorts)
+    else:
+        memo.shorts = real.evaluator.shorts
     if used is not None and hosts is not None and used.hosts is hosts:
         # (the same hosts, placed again: the last label stands while no host has
         # moved in label order; hot in EASY simulations of big machines, RICC-2010-2)

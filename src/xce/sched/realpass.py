@@ -72,6 +72,9 @@ class Evaluator:
         # The hosts requested for the job being placed, taken first among equals
         # (for_job; sched/requested.py); None: no such host
         self.requested: set[int] | None = None
+        # Buckets whose next job was counted short of free slots, by how many (every
+        # open host with a free slot a candidate, one slot each: sched/quiet.py)
+        self.shorts: dict[Bucket, int] = {}
 
     def for_job(self, job_id: int) -> None:
         """The next placements are for `job_id`: the hosts requested for it first."""
@@ -325,6 +328,7 @@ class Evaluator:
         if counted is None:
             return -1
         if counted < n:  # (without the view: hot)
+            self.shorts[bucket] = n - counted
             return self.remember(bucket, self.slots_failure(n, counted))
         return counted
 
@@ -779,7 +783,9 @@ def _lean_placement(
     not listed). None: the usual evaluation decides (no claims known,
     or hosts requested for the job, which it takes first among equals)."""
     plan = real.ensure_plan()
-    if free - plan.held_slots(bucket) < bucket.n:
+    short = bucket.n - (free - plan.held_slots(bucket))
+    if short > 0:
+        real.evaluator.shorts[bucket] = short
         return Failure(RESOURCE, "reservation", "Would delay a reservation")
     placed = None if real.evaluator.requested else plan.unclaimed(bucket, cands)
     return None if placed is None else (placed, {})
