@@ -72,8 +72,8 @@ class Evaluator:
         # The hosts requested for the job being placed, taken first among equals
         # (for_job; sched/requested.py); None: no such host
         self.requested: set[int] | None = None
-        # Buckets whose next job was counted short of free slots, by how many (every
-        # open host with a free slot a candidate, one slot each: sched/quiet.py)
+        # Buckets whose next job was counted short of free slots (less what the
+        # reservation holds back), by how many: sched/quiet.py, "Shortfalls"
         self.shorts: dict[Bucket, int] = {}
 
     def for_job(self, job_id: int) -> None:
