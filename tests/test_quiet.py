@@ -279,7 +279,7 @@ def test_an_end_after_the_start_on_a_host_before_the_reservations_last(
     twins.apply(JobFinished(job=2, time=10))
     memo = quiet_since(twins.quiet, 10)
     assert (memo is not None) == kept
-    assert memo is None or memo.last == "h003"
+    assert memo is None or memo.last == 2, "h003, by index (numbered in label order)"
     assert twins.session(10) == [(4, {"h004": 1})]
 
 
@@ -338,7 +338,8 @@ def test_a_reservation_waiting_for_jobs_past_their_limit(wide: bool) -> None:
 
 
 def test_the_last_label_is_carried_while_hosts_keep_their_places() -> None:
-    """The memo's last label (sched/quiet.py `_after_last`) is made once for the
+    """The memo's last host in label order (sched/quiet.py `_after_last`: its index
+    where hosts are numbered in label order, else its label) is found once for the
     reservation's hosts and kept by the next memo on the same hosts; a host that moves
     in label order (a provisioned host runs its first job: docs/scheduling.md "Static
     hosts first") makes it anew."""
@@ -350,11 +351,12 @@ def test_the_last_label_is_carried_while_hosts_keep_their_places() -> None:
     twins.session(1)
     twins.submit(JobSpec(id=6, n=1, run_limit=1000, submit=10))
     used = quiet_since(twins.quiet, 10)  # (moved to 11, on h002 and h003)
-    assert used is not None and used._after_last(twins.quiet, {}) and used.last == "h003"
+    assert used is not None and not used._after_last(twins.quiet, {0: 1})  # (h001)
+    assert used.last == 2, "h003, by index"
     assert twins.session(10) == []
     memo = twins.quiet.quiet
     assert memo is not None and memo is not used
-    assert memo.last == "h003", "carried from the memo used at 10"
+    assert memo.last == 2, "carried from the memo used at 10"
 
     state = SchedulerState(load_config_text(cluster(2) + textwrap.dedent("""\
         catalog:
@@ -364,7 +366,9 @@ def test_the_last_label_is_carried_while_hosts_keep_their_places() -> None:
     state.apply(HostAdded(name="burst-1", slots=1, template="burst", time=5))
     index = {name: i for i, name in enumerate(state.names)}
     memo = QuietMemo(10, [], None, 20, {index["h001"]: 1, index["burst-1"]: 1}, 1)
+    assert not state.indexed_labels
     assert memo._after_last(state, {index["h002"]: 1}), "burst-1 (idle) comes first"
+    assert memo.last == "h001"
     state.apply(JobSubmitted(job=JobSpec(id=1, n=1, run_limit=30)))
     state.apply(JobStarted(job=1, hosts={"burst-1": 1}, time=10))
     assert not memo._after_last(state, {index["h002"]: 1}), "burst-1 (worked) comes last"

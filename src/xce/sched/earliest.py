@@ -264,9 +264,9 @@ def _first_hosts(
         ranked = sorted(open_free | gain.keys())
         if len(ranked) < n:
             return None
-        first = ranked[:n]
-        return (dict.fromkeys(first, 1), len(open_free.intersection(first)),
-                bisect_left(order, first[-1]) + 1)
+        first = ranked[:n]  # (the hosts free now are those of the few left out)
+        free_now = len(open_free) - len(open_free.intersection(ranked[n:]))
+        return dict.fromkeys(first, 1), free_now, bisect_left(order, first[-1]) + 1
     if (len(open_free) + len(gain)) * 8 < len(order):  # (few)
         order = by_label(open_free | gain.keys(), cap.labels, plan.state.indexed_labels)
         walked = False

@@ -539,7 +539,8 @@ def _first_unclaimed(
     those sorted by name, from `past` too (`indexed`: state.indexed_labels). (Hot in
     EASY simulations of big machines: RICC-2010-2, bench/RESULTS.md.)"""
     open_free, order = cap.open_free, cap.label_order
-    if len(open_free) * 8 < len(order) - max(past, 0):  # (few: those sorted by name)
+    start = max(past, 0)
+    if len(open_free) * 8 < len(order) - start:  # (few: those sorted by name)
         free: Iterable[int] = open_free
         if past > 0:  # (those past it: by index where hosts are numbered in label order)
             labels, last = cap.labels, order[past - 1]
@@ -548,12 +549,12 @@ def _first_unclaimed(
             else:
                 bound = labels[last]
                 free = [index for index in open_free if labels[index] > bound]
-        order = by_label(free, cap.labels, indexed)
-    elif past > 0:
-        order = order[past:]  # (a copy, in C)
+        order, start = by_label(free, cap.labels, indexed), 0
     chosen: list[Any] = []
-    # (Taken as objects: see earliest._first_hosts.)
-    for index in cast("list[Any]", order):
+    # (Taken as objects: see earliest._first_hosts; from `start`, not a copy.)
+    walk = cast("list[Any]", order)
+    for at in range(start, len(walk)):
+        index = walk[at]
         if index in open_free and claims.get(index, 0) <= 0:
             chosen.append(index)
             if len(chosen) == n:

@@ -117,7 +117,9 @@ class QuietMemo:
         # At most how many slots short of the job the free slots are just before the
         # start (0: the memo ends with any job)
         self.need = need
-        self.last: str | None = None  # the last of its hosts' labels (when first needed)
+        # the last of its hosts in label order (when first needed): its index where
+        # hosts are numbered in label order (state.indexed_labels), else its label
+        self.last: int | str | None = None
         self.labelled = 0  # ... made when the state's label_changes were so many
         self.grown = False  # whether a job ended since: capacity grew
         self.freed = 0  # ... the slots ends freed since (one each of one-slot hosts)
@@ -168,8 +170,12 @@ class QuietMemo:
             return True
         labels, last = state.labels, self.last
         if last is None or self.labelled != state.label_changes:  # (O(hosts): kept)
-            last = self.last = max([labels[index] for index in hosts])
+            last = self.last = (
+                max(hosts) if state.indexed_labels else max([labels[index] for index in hosts])
+            )
             self.labelled = state.label_changes
+        if isinstance(last, int):  # (indices compared in C: hot on RICC-2010-2)
+            return min(held) > last
         return all([labels[index] > last for index in held])
 
     def moves(self, state: SchedulerState, now: float) -> bool:
