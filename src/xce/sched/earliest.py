@@ -261,7 +261,9 @@ def _first_hosts(
     if walked and plan.state.indexed_labels:
         # Numbered in label order: the first by name are the smallest indices, sorted
         # in C (RICC-2010-2: walks of thousands of hosts, or sorts by label, before).
-        ranked = sorted(open_free | gain.keys())
+        # A host free now gains nothing (one slot, free): the two never meet.
+        ranked = [*open_free, *gain]
+        ranked.sort()
         if len(ranked) < n:
             return None
         first = ranked[:n]  # (the hosts free now are those of the few left out)

@@ -71,7 +71,7 @@ and so do its bucket's twins, until ends have freed `s` slots: while the memo
 stands, what a bucket can use grows only by what ends free (one slot each of the
 hosts they held), since the reservation keeps its start and hosts, each window
 crosses the start once it has, and dispatches only take. The session skips such
-buckets (but the reserved job's), and the memo carries what they are still short.
+buckets (but the reserved job's), and the memos that follow carry them.
 A reservation moved to one second from now drops them: a one-second window that
 crossed the old start may end by the new one.
 """
@@ -122,9 +122,11 @@ class QuietMemo:
         self.last: int | str | None = None
         self.labelled = 0  # ... made when the state's label_changes were so many
         self.grown = False  # whether a job ended since: capacity grew
-        self.freed = 0  # ... the slots ends freed since (one each of one-slot hosts)
-        # Buckets that failed short of free slots, by how many: they fail again until
-        # ends free that many ("Shortfalls" in the module's docstring)
+        # ... the slots ends freed since the first of the memos that led to this one
+        # (one each of one-slot hosts), and the buckets that failed short of free
+        # slots: each fails again until `freed` reaches its figure ("Shortfalls" in
+        # the module's docstring)
+        self.freed = 0
         self.shorts: dict[Bucket, int] = {}
         self.new: dict[Bucket, SortKey] = {}  # the first job queued since, by bucket
 
@@ -216,8 +218,8 @@ class QuietMemo:
         of free slots (but the reserved job's)."""
         at = len(order)
         head = self.head
-        short = self.shorts.get(bucket)
-        if short is not None and short > self.freed and (head is None or head.bucket is not bucket):
+        until = self.shorts.get(bucket)
+        if until is not None and until > self.freed and (head is None or head.bucket is not bucket):
             return at
         if self.grown:
             return start
@@ -312,12 +314,14 @@ def remember(state: SchedulerState, real: RealPass, now: float) -> None:
     if plan is not None and hosts is not None:
         memo.free, memo.past = plan.free_claimed(), (plan.past, state.label_changes)
     used = real.quiet
-    if used is not None:  # (shortfalls found before, less what ended since: still short)
-        freed = used.freed
-        memo.shorts = {b: short - freed for b, short in used.shorts.items() if short > freed}
-        memo.shorts.update(real.evaluator.shorts)
+    shorts = real.evaluator.shorts
+    if used is not None:  # (shortfalls found before stand: the same dictionary, updated)
+        freed = memo.freed = used.freed
+        memo.shorts = used.shorts
+        for bucket, short in shorts.items():
+            memo.shorts[bucket] = freed + short
     else:
-        memo.shorts = real.evaluator.shorts
+        memo.shorts = shorts
     if used is not None and hosts is not None and used.hosts is hosts:
         # (the same hosts, placed again: the last label stands while no host has
         # moved in label order; hot in EASY simulations of big machines, RICC-2010-2)
