@@ -200,7 +200,7 @@ class Plan:
                 if index in claims:
                     if self._shared_claims:  # (the booking's hosts: copied first)
                         claims = self._claims = dict(claims)
-                    self._shared_claims = False
+                        self._shared_claims = False
                     claims[index] -= freed
         profiles = self.profiles
         # (the smaller side: a wide reservation, or many profiles)

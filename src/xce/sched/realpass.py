@@ -764,7 +764,10 @@ def _lean_uncounted(real: RealPass, bucket: Bucket) -> Placement | Failure | Non
     """_lean_placement where the candidates are every open host with a free slot, one
     slot each: decided on their number, without their list (hot in EASY simulations
     of big machines: RICC-2010-2, where most jobs behind the reservation fail). None:
-    they are not so, or the usual evaluation decides."""
+    they are not so, or the usual evaluation decides (as for a job with hosts
+    requested for it: asked once, there)."""
+    if real.evaluator.requested:
+        return None
     free = real.evaluator.known_or_counted(bucket)
     if isinstance(free, Failure):
         return free

@@ -140,8 +140,7 @@ class SchedulerState:
         self._valid_res: set[str] = set()  # requirement strings checked against config
         # (slots, free) -> the shared "not enough job slots" failure (failure.Failure)
         self.slot_failures: dict[tuple[int, int], object] = {}
-        # Bucket failures reused from an earlier session (Bucket.failure), counted by
-        self.failure_cache_hits = 0  # the real pass (tests, GET /demand; live = simulated)
+        self.failure_cache_hits = 0  # Bucket.failure reused by the real pass (tests, GET /demand)
         self.quiet: QuietMemo | None = None  # the last lean session's (sched/quiet.py)
         self.placed: dict[int, Placed] = {}  # the last session's dispatches (running.py)
         self.fairshare = Fairshare()  # fairshare queues' shares and usage (fairshare.py)
