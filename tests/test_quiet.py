@@ -73,6 +73,7 @@ class Twins:
     counted: int = 0  # (memos with their reservation's free hosts counted)
     walked: int = 0  # (... and where in label order the free hosts it leaves begin)
     sessions: int = 0
+    evaluations: int = 0  # (the last quiet session's)
 
     def __post_init__(self) -> None:
         loaded = load_config_text(self.config, "quiet.yaml")
@@ -100,6 +101,7 @@ class Twins:
         assert a.dispatch == b.dispatch, f"at {now}: {a.dispatch} != {b.dispatch}"
         assert a.backfilled == b.backfilled, f"at {now}"
         assert a.next_due == b.next_due, f"at {now}"
+        self.evaluations = a.stats.evaluations
         for d in a.dispatch:
             self.apply(JobStarted(job=d.job, hosts=d.hosts, time=now))
         self.check_free()
@@ -129,7 +131,7 @@ class Pair(Protocol):
 
 
 P = TypeVar("P", bound=Pair)
-Row = tuple[int, int, int, int | None, str, int]  # a drawn job (JOBS)
+Row = tuple[int, int, int, float | None, str, int]  # a drawn job (JOBS)
 
 
 def workload(rows: list[Row]) -> list[Job]:
@@ -323,7 +325,9 @@ def test_a_reservation_waiting_for_jobs_past_their_limit(wide: bool) -> None:
     memo = quiet_since(twins.quiet, 10)
     assert memo is not None and memo.start_at(10) == 11 and memo.hosts is not None
     assert twins.session(10) == []
-    twins.submit(JobSpec(id=7, n=3 if wide else 1, run_limit=1000, submit=20))
+    # (job 7 of a bucket of its own: one of job 5's would keep its shortfall and not be
+    # looked at, and the reservation would not be placed)
+    twins.submit(JobSpec(id=7, n=3 if wide else 1, run_limit=500, submit=20))
     assert twins.session(20) == []
     assert twins.hits == 3  # (at 1, after submissions alone; moved at 10 and 20)
     assert (twins.quiet.quiet is not None and twins.quiet.quiet.hosts is None) == wide
@@ -349,7 +353,8 @@ def test_the_last_label_is_carried_while_hosts_keep_their_places() -> None:
     twins.submit(JobSpec(id=4, n=2, run_limit=100, submit=1),
                  JobSpec(id=5, n=1, run_limit=1000, submit=1))
     twins.session(1)
-    twins.submit(JobSpec(id=6, n=1, run_limit=1000, submit=10))
+    # (job 6 of a bucket of its own: looked at, so the reservation is placed at 10)
+    twins.submit(JobSpec(id=6, n=1, run_limit=500, submit=10))
     used = quiet_since(twins.quiet, 10)  # (moved to 11, on h002 and h003)
     assert used is not None and not used._after_last(twins.quiet, {0: 1})  # (h001)
     assert used.last == 2, "h003, by index"
@@ -387,13 +392,85 @@ def test_no_move_past_a_planned_end_within_the_second() -> None:
     twins.submit(JobSpec(id=5, n=2, run_limit=100, submit=1),
                  JobSpec(id=6, n=1, run_limit=1000, submit=1))
     assert twins.session(1) == []
-    twins.submit(JobSpec(id=7, n=1, run_limit=1000, submit=10))
+    # (job 7 of a bucket of its own: looked at, so the reservation is placed at 10)
+    twins.submit(JobSpec(id=7, n=1, run_limit=500, submit=10))
     assert twins.session(10) == []
     memo = twins.quiet.quiet
     assert memo is not None and memo.start == 11 and memo.hosts is not None
     twins.submit(JobSpec(id=8, n=1, run_limit=1000, submit=20))
     assert quiet_since(twins.quiet, 20) is None
     assert twins.session(20) == []
+
+
+def test_a_start_within_a_second_of_the_session() -> None:
+    """Limits not in whole seconds (sched/quiet.py `moves`): job 3 reserves h001 (job
+    1 planned to end at 5.5) and h003 from 5.5. At 5 that start is within the second:
+    it stays there (a full session), and job 4 (1 s) crosses it and pends. At 6 job 1
+    is past its limit and the reservation moves to 7, farther from the session than
+    5.5 was from 5: a full session again, and job 4's window now ends by the start."""
+    twins = Twins(cluster(3))
+    twins.submit(JobSpec(id=1, n=1, run_limit=5.5), JobSpec(id=2, n=1, run_limit=1000))
+    assert twins.session(0) == [(1, {"h001": 1}), (2, {"h002": 1})]
+    twins.submit(JobSpec(id=3, n=2, run_limit=100, submit=1))
+    assert twins.session(1) == []
+    twins.submit(JobSpec(id=4, n=1, run_limit=1, submit=5))
+    assert quiet_since(twins.quiet, 5) is None
+    assert twins.session(5) == []
+    twins.submit(JobSpec(id=5, n=1, run_limit=1000, submit=6))
+    assert quiet_since(twins.quiet, 6) is None
+    assert twins.session(6) == [(4, {"h003": 1})]
+    assert twins.hits == 1  # (at 1, after submissions alone)
+
+
+def test_shortfalls_stand_when_the_reservation_moves() -> None:
+    """Shortfalls (sched/quiet.py) across a move to one second from now: job 6
+    reserves h001-h004 from 5 (jobs 1 and 2 end then), job 7 (2 slots) falls two
+    short at 3 (h003 and h004 are held back). At 6 jobs 1 and 2 are past their limits:
+    the reservation moves to 7; job 8 falls one short. At 8 job 5 ends (h005, after
+    the reservation's hosts): one slot freed, so job 8 is looked at and starts on
+    h005, and job 7, still short, is not looked at."""
+    twins = Twins(cluster(5))
+    twins.submit(JobSpec(id=1, n=1, run_limit=5), JobSpec(id=2, n=1, run_limit=5),
+                 *(JobSpec(id=i, n=1, run_limit=1000) for i in (3, 4, 5)))
+    assert len(twins.session(0)) == 5
+    twins.apply(JobFinished(job=3, time=1))
+    twins.apply(JobFinished(job=4, time=1))
+    twins.submit(JobSpec(id=6, n=4, run_limit=100, submit=1))
+    assert twins.session(1) == []
+    twins.submit(JobSpec(id=7, n=2, run_limit=10, submit=3))
+    assert twins.session(3) == []
+    twins.submit(JobSpec(id=8, n=1, run_limit=20, submit=6))
+    assert twins.session(6) == []
+    assert twins.moved == 1
+    twins.apply(JobFinished(job=5, time=8))
+    assert twins.session(8) == [(8, {"h005": 1})]
+    assert (twins.hits, twins.moved, twins.grown) == (3, 2, 1)
+    assert twins.evaluations == 2  # (the reserved job and job 8: not job 7)
+
+
+def test_a_short_job_before_the_reserved_one_reserves_once_capacity_grows() -> None:
+    """Shortfalls apply only after the reserved job: job 6 (high, 5 hosts) cannot fit
+    while job 4 runs without a limit on h004, and takes no reservation; job 7 reserves
+    h001-h003 from 100. At 2 job 5 ends (h005): job 6 falls four short, job 8 (2
+    hosts, no limit) one. At 10 job 4's end leaves job 7's reservation where it is,
+    but job 6, still short, now reserves every host from 100: job 8 may not start on
+    h004 and h005."""
+    twins = Twins(cluster(5))
+    twins.submit(*(JobSpec(id=i, n=1, run_limit=100) for i in (1, 2, 3)),
+                 JobSpec(id=4, n=1), JobSpec(id=5, n=1, run_limit=100))
+    assert len(twins.session(0)) == 5
+    twins.submit(JobSpec(id=6, n=5, run_limit=100, queue="high", submit=1),
+                 JobSpec(id=7, n=3, run_limit=100, submit=1), JobSpec(id=8, n=2, submit=1))
+    assert twins.session(1) == []
+    twins.apply(JobFinished(job=5, time=2))
+    assert twins.session(2) == []
+    memo = twins.quiet.quiet
+    assert memo is not None and memo.head is not None and memo.head.id == 7
+    twins.apply(JobFinished(job=4, time=10))
+    assert twins.session(10) == []
+    assert (twins.hits, twins.grown) == (3, 2)
+    memo = twins.quiet.quiet
+    assert memo is not None and memo.head is not None and memo.head.id == 6
 
 
 def test_a_job_behind_the_reservation_on_some_of_its_hosts() -> None:
@@ -428,7 +505,8 @@ JOBS = st.lists(
         st.integers(0, 40),  # submitted this many seconds after the job before
         st.integers(1, 200),  # run time
         st.integers(1, 6),  # hosts
-        st.sampled_from([None, 20, 60, 150, 400]),  # run limit (runs past it too)
+        # run limit (runs past it too; some not in whole seconds)
+        st.sampled_from([None, 20, 60, 150, 400, 0.5, 30.5]),
         st.sampled_from(["normal", "normal", "normal", "high"]),
         st.sampled_from([0, 0, 0, 3, 7]),  # user priority: a later job may come first
     ),

@@ -50,7 +50,9 @@ lower the free slots before T (the kept `need` can only understate the shortfall
 Past limits. A job past its limit is planned to end one second from now, so a
 reservation that waits for one starts one second after its session, and sooner than
 one second after the next. Times are whole seconds (SWF), so no change point comes
-between now and one second from now (`moves` checks it); there every job planned to
+between now and one second from now (`moves` checks it, and leaves to a full session
+a start within that second, or within a second of the memo's session: of limits not
+in whole seconds); there every job planned to
 end by the old start still is, and the slots then added up to the job: the
 reservation starts one second from now. Its hosts are the same unless a host newly
 free by then, of a job planned to end between the old start and one second from now,
@@ -71,9 +73,13 @@ and so do its bucket's twins, until ends have freed `s` slots: while the memo
 stands, what a bucket can use grows only by what ends free (one slot each of the
 hosts they held), since the reservation keeps its start and hosts, each window
 crosses the start once it has, and dispatches only take. The session skips such
-buckets (but the reserved job's), and the memos that follow carry them.
-A reservation moved to one second from now drops them: a one-second window that
-crossed the old start may end by the new one.
+buckets where their jobs come after the reserved job (with depth 1 none of those
+can reserve; a job before it, short but taking no reservation, may take one once
+capacity grows, as the end of a job without a limit lets it), and the memos that
+follow carry them.
+They stand when the reservation moves to one second from now, on the same hosts: a
+window that crossed the old start, at least a second after its session (`moves`), is
+longer than a second, so it crosses the new one.
 """
 
 from __future__ import annotations
@@ -184,6 +190,10 @@ class QuietMemo:
         """The reservation starts sooner than one second from now (it waits for a job
         now past its limit): whether it moves there on the same hosts ("Past limits"
         in the module's docstring; `start_at`)."""
+        if now < self.start or self.start < self.now + 1.0:
+            # (limits not in whole seconds: a start within the second stays there, and
+            # one within a second of the memo's session was nearer it than one second)
+            return False
         soon = now + 1.0
         ends = state.ends
         at = bisect_right(ends, self.start, key=_end)
@@ -215,11 +225,15 @@ class QuietMemo:
         """Where the session takes up `order[start:]`: at the job that reserved or the
         first job queued since, whichever comes first (len(order): nowhere); after an
         end, at `start` (every job may fit now), but nowhere in a bucket still short
-        of free slots (but the reserved job's)."""
+        of free slots whose jobs come after the reserved job (one before it, which
+        took no reservation, may now take it)."""
         at = len(order)
         head = self.head
         until = self.shorts.get(bucket)
-        if until is not None and until > self.freed and (head is None or head.bucket is not bucket):
+        if (
+            until is not None and until > self.freed and head is not None and start < at
+            and head.key < order[start].key  # (after it: the depth is used)
+        ):
             return at
         if self.grown:
             return start
@@ -247,10 +261,8 @@ def quiet_since(state: SchedulerState, now: float) -> QuietMemo | None:
     memo = state.quiet
     if memo is None or memo.unstarted or now <= memo.now:
         return None
-    if memo.head is not None and memo.start < now + 1.0:
-        if not memo.moves(state, now):
-            return None
-        memo.shorts = {}  # (a window that crossed the old start may end by the new one)
+    if memo.head is not None and memo.start < now + 1.0 and not memo.moves(state, now):
+        return None
     return memo
 
 
