@@ -85,6 +85,7 @@ longer than a second, so it crosses the new one.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from xce.model.events import JobFinished, JobStarted, SchedulerEvent
@@ -220,6 +221,19 @@ class QuietMemo:
         if first is None or job.key < first:
             self.new[bucket] = job.key
         return self
+
+    def buckets(self, state: SchedulerState) -> Iterable[Bucket]:
+        """The buckets the session may look at (`first_to_look_at` says where): after
+        an end every one, else the reserved job's and those with a job queued since
+        (not a walk of every bucket: hot in EASY simulations, where about half the
+        sessions follow submissions alone)."""
+        if self.grown:
+            return state.buckets.values()
+        found = list(self.new)
+        head = self.head
+        if head is not None and head.bucket is not None and head.bucket not in self.new:
+            found.append(head.bucket)
+        return found
 
     def first_to_look_at(self, bucket: Bucket, order: list[PendingJob], start: int) -> int:
         """Where the session takes up `order[start:]`: at the job that reserved or the

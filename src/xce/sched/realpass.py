@@ -416,11 +416,12 @@ class RealPass:
         fair = bool(self.state.fairshare.trees)
         if fair:
             rank_buckets(self.state, self.now, self.trace)
-        self.quiet = quiet_since(self.state, self.now)  # (after submissions alone)
-        for seq, bucket in enumerate(self.state.buckets.values()):
+        quiet = self.quiet = quiet_since(self.state, self.now)  # (after submissions alone)
+        buckets = self.state.buckets.values() if quiet is None else quiet.buckets(self.state)
+        for seq, bucket in enumerate(buckets):
             order, start = bucket.ordered()
-            if self.quiet is not None:
-                start = self.quiet.first_to_look_at(bucket, order, start)
+            if quiet is not None:
+                start = quiet.first_to_look_at(bucket, order, start)
             if start < len(order):
                 never = ever.never(self.state, bucket)
                 if never is not None:  # nothing could ever run them: they pend for it
