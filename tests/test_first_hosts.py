@@ -27,7 +27,7 @@ from xce.sched.state import SchedulerState
 FEW = st.lists(
     st.tuples(
         st.integers(0, 40), st.integers(1, 200), st.sampled_from([1, 2, 3, 5, 7, 30, 50]),
-        st.sampled_from([None, 20, 60, 150, 400]),
+        st.sampled_from([None, 20, 60, 150, 400, 30.5]),
         st.sampled_from(["normal", "normal", "normal", "high"]), st.sampled_from([0, 0, 3]),
     ),
     min_size=1, max_size=40,
