@@ -465,6 +465,24 @@ def test_a_job_past_its_limit_is_planned_to_end_one_second_from_now(session, lim
     )
 
 
+def test_an_end_within_the_second_comes_before_a_job_past_its_limit(session):
+    s = session(f"""
+        now: 1000.5
+        cluster:
+          reserve_depth: 1
+{HOSTS_2}
+          queues:
+            - {{name: normal, backfill: true}}
+        jobs:
+          - {{id: 1, n: 4, state: RUN, hosts: {{n01: 4}}, start: 0, run_limit: 500}}
+          - {{id: 2, n: 4, state: RUN, hosts: {{n02: 4}}, start: 0, run_limit: 1000.75}}
+          - {{id: 10, n: 4, submit: 10, run_limit: 1000}}
+    """)
+    # Limits not in whole seconds: job 2 is planned to end at 1000.75, before job 1,
+    # past its limit, at 1001.5 (one second from now).
+    assert reservations(s.json) == [(10, 1000.75, {"n02": 4})]
+
+
 # ----------------------------------------------------------------------------- reservations
 
 

@@ -5,7 +5,7 @@ there."""
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Any, cast
 
 from xce.sched.buckets import Bucket
@@ -13,11 +13,11 @@ from xce.sched.capacity import Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.hosts import by_label
 from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
+from xce.sched.running import RunningJob, end_of
 from xce.sched.usage import Use
 
 if TYPE_CHECKING:
     from xce.sched.plan import Plan
-    from xce.sched.running import RunningJob
 
 
 def earliest_start(
@@ -46,14 +46,14 @@ def earliest_start(
     gain_res: dict[int, list[float]] = {}  # ... and consumables (when there are any)
     total = _free_slots_now(plan, hosts)  # free slots of the eligible hosts by then
     single, n = bucket.single, bucket.n
-    ends, changes = plan.state.ends, plan.changes
     now, soon = plan.now, plan.now + 1.0
+    ends, changes = _by_planned_end(plan.state.ends, now, soon), plan.changes
     at_end, at_change = 0, 0
     count_ends, count_changes = len(ends), len(changes)
     # (see _end_gain: 2 where every host is eligible and open)
     one_slot = 0 if plan.cap.widest > 1 or width else 1 + (len(hosts) == len(plan.state.hosts))
     while at_end < count_ends or at_change < count_changes:
-        # (running jobs' ends come sorted by end, and so by planned end)
+        # (running jobs' ends come sorted by planned end)
         time = math.inf
         if at_end < count_ends:
             end = ends[at_end][0]
@@ -97,6 +97,22 @@ def earliest_start(
             plan._found = (time, found[0], gain, found[1], found[2])
             return time, found[0]
     return None
+
+
+def _by_planned_end(
+    ends: list[tuple[float, int, RunningJob]], now: float, soon: float
+) -> list[tuple[float, int, RunningJob]]:
+    """Running jobs' ends (sorted by end) in order of planned end: as they come,
+    unless a job past its limit (planned to end one second from now, `soon`) comes
+    before one planned to end sooner than that (limits not in whole seconds): those
+    first."""
+    if not ends or ends[0][0] > now:
+        return ends
+    past = bisect_right(ends, now, key=end_of)  # (past their limit: planned at `soon`)
+    if past == len(ends) or ends[past][0] >= soon:
+        return ends
+    early = bisect_left(ends, soon, lo=past, key=end_of)
+    return ends[past:early] + ends[:past] + ends[early:]
 
 
 def _end_gain(

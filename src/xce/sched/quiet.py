@@ -91,11 +91,11 @@ from typing import TYPE_CHECKING
 from xce.model.events import JobFinished, JobStarted, SchedulerEvent
 from xce.model.result import Dispatch, SortKey
 from xce.sched.buckets import Bucket, PendingJob
+from xce.sched.running import end_of
 
 if TYPE_CHECKING:
     from xce.sched.plan import Plan
     from xce.sched.realpass import RealPass
-    from xce.sched.running import RunningJob
     from xce.sched.state import SchedulerState
 
 
@@ -197,7 +197,7 @@ class QuietMemo:
             return False
         soon = now + 1.0
         ends = state.ends
-        at = bisect_right(ends, self.start, key=_end)
+        at = bisect_right(ends, self.start, key=end_of)
         while at < len(ends) and ends[at][0] <= soon:
             end, _job, run = ends[at]
             # (hosts not known: placed sessions ago, the jobs pending since may have
@@ -261,10 +261,6 @@ class QuietMemo:
 
 def _key(job: PendingJob) -> SortKey:
     return job.key
-
-
-def _end(entry: tuple[float, int, RunningJob]) -> float:
-    return entry[0]
 
 
 def quiet_since(state: SchedulerState, now: float) -> QuietMemo | None:

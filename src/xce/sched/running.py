@@ -250,6 +250,11 @@ def stop_running(state: SchedulerState, run: RunningJob, time: float) -> None:
         state.fairshare.ended(run.spec.queue, run.spec.user, run.spec.id, time)
 
 
+def end_of(entry: tuple[float, int, RunningJob]) -> float:
+    """The end an entry of `state.ends` is sorted by (a key to bisect them on)."""
+    return entry[0]
+
+
 def drop_end(state: SchedulerState, run: RunningJob) -> None:
     """A running job with a limit left: its planned end is no change point now."""
     if run.end != math.inf:
