@@ -557,6 +557,15 @@ TIMES = st.lists(  # (submit gaps not in whole seconds: ends within a second of 
     (10, 1, 1, None, "normal", 0), (2.5, 1, 1, None, "normal", 0),
     (1, 1, 1, None, "normal", 0),
 ])
+@example([  # (found by a long run: at 248 job 20, without a limit, ends; job 19 (high)
+    # now reserves every host from 396, not job 11, and job 18, short of the free
+    # hosts job 11 held back, fits before that start)
+    *[(0, 1, 1, None, "normal", 0)] * 8, (0, 1, 3, None, "normal", 0),
+    (0, 1, 4, 20, "high", 0), (0, 1, 5, None, "normal", 0), (0, 3, 2, 60, "normal", 0),
+    (0, 3, 2, 150, "normal", 0), (0, 9, 1, 0.5, "normal", 0), (0, 87, 7, None, "high", 0),
+    (0, 151, 1, None, "normal", 0), (0, 186, 1, 0.5, "normal", 0),
+    (0, 1, 2, 60, "normal", 0), (0, 1, 8, None, "high", 0), (0, 62, 1, None, "normal", 0),
+])
 def test_random_workloads_with_and_without_backfill_at_any_time(rows: list[Row]) -> None:
     """One queue backfills (windows of the job's limit), the other does not (windows
     for ever), on eight hosts; jobs arrive and end at any time, not only whole

@@ -74,9 +74,10 @@ stands, what a bucket can use grows only by what ends free (one slot each of the
 hosts they held), since the reservation keeps its start and hosts, each window
 crosses the start once it has, and dispatches only take. The session skips such
 buckets where their jobs come after the reserved job (with depth 1 none of those
-can reserve; a job before it, short but taking no reservation, may take one once
-capacity grows, as the end of a job without a limit lets it), and the memos that
-follow carry them.
+can reserve), while it looks at no job before it (`stands`): such a job took no
+reservation, but once capacity grows (the end of a job without a limit) it may take
+one, and shortfalls counted against the old one no longer hold; so does a job before
+it that is short itself. The memos that follow carry them.
 They stand when the reservation moves to one second from now, on the same hosts: a
 window that crossed the old start, at least a second after its session (`moves`), is
 longer than a second, so it crosses the new one.
@@ -235,22 +236,36 @@ class QuietMemo:
             found.append(head.bucket)
         return found
 
+    def stands(self, keys: Iterable[SortKey]) -> bool:
+        """Whether the reservation stands for the buckets short of free slots, as the
+        session looks at jobs from `keys` (each bucket's first): while none comes
+        before the reserved job, that one takes its reservation where it was first.
+        One before it took no reservation, but an end (of a job without a limit) may
+        let it take one now, and the reserved job's with it."""
+        head = self.head
+        return head is not None and all(not key < head.key for key in keys)
+
     def first_to_look_at(self, bucket: Bucket, order: list[PendingJob], start: int) -> int:
         """Where the session takes up `order[start:]`: at the job that reserved or the
         first job queued since, whichever comes first (len(order): nowhere); after an
-        end, at `start` (every job may fit now), but nowhere in a bucket still short
-        of free slots whose jobs come after the reserved job (one before it, which
-        took no reservation, may now take it)."""
-        at = len(order)
+        end, at `start` (every job may fit now). In a bucket still short of free
+        slots whose jobs there come after the reserved job, `~` that (< 0): it is
+        skipped unless the session looks at a job before the reserved one (`stands`)."""
+        at = start if self.grown else self._queued_at(bucket, order, start)
         head = self.head
         until = self.shorts.get(bucket)
         if (
-            until is not None and until > self.freed and head is not None and start < at
-            and head.key < order[start].key  # (after it: the depth is used)
+            until is not None and until > self.freed and head is not None and at < len(order)
+            and head.key < order[at].key
         ):
-            return at
-        if self.grown:
-            return start
+            return ~at
+        return at
+
+    def _queued_at(self, bucket: Bucket, order: list[PendingJob], start: int) -> int:
+        """After submissions alone: the job that reserved or the first job queued
+        since, whichever comes first (len(order): neither)."""
+        at = len(order)
+        head = self.head
         if head is not None and head.bucket is bucket:
             at = order.index(head, start)
         first = self.new.get(bucket)

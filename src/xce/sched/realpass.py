@@ -16,7 +16,7 @@ from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import EPSILON, Capacity
 from xce.sched.earliest import earliest_start
 from xce.sched.eligibility import Eligible, eligible, reach
-from xce.sched.ever import universe
+from xce.sched.ever import Universe, universe
 from xce.sched.failure import Failure as Failure  # (re-exported)
 from xce.sched.failure import Settled as Settled
 from xce.sched.holds import ElasticHolds
@@ -418,16 +418,18 @@ class RealPass:
             rank_buckets(self.state, self.now, self.trace)
         quiet = self.quiet = quiet_since(self.state, self.now)  # (after submissions alone)
         buckets = self.state.buckets.values() if quiet is None else quiet.buckets(self.state)
+        short: list[tuple[int, Bucket, list[PendingJob], int]] = []  # (sched/quiet.py)
         for seq, bucket in enumerate(buckets):
             order, start = bucket.ordered()
             if quiet is not None:
                 start = quiet.first_to_look_at(bucket, order, start)
-            if start < len(order):
-                never = ever.never(self.state, bucket)
-                if never is not None:  # nothing could ever run them: they pend for it
-                    self._pend(bucket, order, start, never)
+                if start < 0:
+                    short.append((seq, bucket, order, ~start))
                     continue
-                fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
+            self._take_up(fresh, ever, seq, bucket, order, start, fair)
+        if short and quiet is not None and not quiet.stands([entry[0] for entry in fresh]):
+            for seq, bucket, order, start in short:
+                self._take_up(fresh, ever, seq, bucket, order, start, fair)
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
@@ -459,6 +461,21 @@ class RealPass:
                 pos = self._run(bucket, order, pos, until, cands)
             if pos < len(order):
                 queue.push(_key_at(bucket, order, pos, fair), seq, (bucket, order), pos)
+
+    def _take_up(
+        self, fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]],
+        ever: Universe, seq: int, bucket: Bucket, order: list[PendingJob], start: int,
+        fair: bool,
+    ) -> None:
+        """Look at the bucket's jobs from `start` this session (none where it is
+        len(order)): they pend at once if nothing could ever run them, else they
+        join `fresh`, to be placed in scheduling order."""
+        if start < len(order):
+            never = ever.never(self.state, bucket)
+            if never is not None:  # nothing could ever run them: they pend for it
+                self._pend(bucket, order, start, never)
+                return
+            fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
 
     # ------------------------------------------------------------------ the plan
     def _run_planned(
