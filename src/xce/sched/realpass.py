@@ -410,26 +410,12 @@ class RealPass:
         self._requesting = requesting_buckets(state) if state.requested_for else set()
 
     def run(self) -> None:
-        fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]] = []
-        ever = universe(self.state)  # (verdicts made when what they read changed)
         # Fairshare queues: buckets merged by merge keys (sched/share_order.py)
         fair = bool(self.state.fairshare.trees)
         if fair:
             rank_buckets(self.state, self.now, self.trace)
-        quiet = self.quiet = quiet_since(self.state, self.now)  # (after submissions alone)
-        buckets = self.state.buckets.values() if quiet is None else quiet.buckets(self.state)
-        short: list[tuple[int, Bucket, list[PendingJob], int]] = []  # (sched/quiet.py)
-        for seq, bucket in enumerate(buckets):
-            order, start = bucket.ordered()
-            if quiet is not None:
-                start = quiet.first_to_look_at(bucket, order, start)
-                if start < 0:
-                    short.append((seq, bucket, order, ~start))
-                    continue
-            self._take_up(fresh, ever, seq, bucket, order, start, fair)
-        if short and quiet is not None and not quiet.stands([entry[0] for entry in fresh]):
-            for seq, bucket, order, start in short:
-                self._take_up(fresh, ever, seq, bucket, order, start, fair)
+        self.quiet = quiet_since(self.state, self.now)  # (after submissions alone)
+        fresh = _taken_up(self, fair)
         if len(fresh) == 1 and not self._planning:  # one bucket: nothing to merge
             _key, _seq, (bucket, order), pos = fresh[0]
             self._run(bucket, order, pos, None)
@@ -461,21 +447,6 @@ class RealPass:
                 pos = self._run(bucket, order, pos, until, cands)
             if pos < len(order):
                 queue.push(_key_at(bucket, order, pos, fair), seq, (bucket, order), pos)
-
-    def _take_up(
-        self, fresh: list[tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]],
-        ever: Universe, seq: int, bucket: Bucket, order: list[PendingJob], start: int,
-        fair: bool,
-    ) -> None:
-        """Look at the bucket's jobs from `start` this session (none where it is
-        len(order)): they pend at once if nothing could ever run them, else they
-        join `fresh`, to be placed in scheduling order."""
-        if start < len(order):
-            never = ever.never(self.state, bucket)
-            if never is not None:  # nothing could ever run them: they pend for it
-                self._pend(bucket, order, start, never)
-                return
-            fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
 
     # ------------------------------------------------------------------ the plan
     def _run_planned(
@@ -776,6 +747,46 @@ class RealPass:
             return -1
         trace.append(TraceEntry(job.id, stage, failure.check, failure.detail))
         return len(trace) - 1
+
+
+Entry = tuple[SortKey, int, tuple[Bucket, list[PendingJob]], int]  # (InKeyOrder's)
+
+
+def _taken_up(real: RealPass, fair: bool) -> list[Entry]:
+    """The buckets the pass looks at, each from its first job to look at (all of them
+    from their first pending job, or as the quiet memo says: sched/quiet.py), as
+    entries to merge in scheduling order; those nothing could ever run pend at once."""
+    fresh: list[Entry] = []
+    ever = universe(real.state)  # (verdicts made when what they read changed)
+    quiet = real.quiet
+    buckets = real.state.buckets.values() if quiet is None else quiet.buckets(real.state)
+    short: list[tuple[int, Bucket, list[PendingJob], int]] = []
+    for seq, bucket in enumerate(buckets):
+        order, start = bucket.ordered()
+        if quiet is not None:
+            start = quiet.first_to_look_at(bucket, order, start)
+            if start < 0:  # (short of free slots: skipped while the reservation stands)
+                short.append((seq, bucket, order, ~start))
+                continue
+        _take_up(real, fresh, ever, seq, bucket, order, start, fair)
+    if short and quiet is not None and not quiet.stands([entry[0] for entry in fresh]):
+        for seq, bucket, order, start in short:
+            _take_up(real, fresh, ever, seq, bucket, order, start, fair)
+    return fresh
+
+
+def _take_up(
+    real: RealPass, fresh: list[Entry], ever: Universe, seq: int, bucket: Bucket,
+    order: list[PendingJob], start: int, fair: bool,
+) -> None:
+    """Look at the bucket's jobs from `start` (none where it is len(order)): they pend
+    at once if nothing could ever run them, else they join `fresh`."""
+    if start < len(order):
+        never = ever.never(real.state, bucket)
+        if never is not None:  # nothing could ever run them: they pend for it
+            real._pend(bucket, order, start, never)
+            return
+        fresh.append((_key_at(bucket, order, start, fair), seq, (bucket, order), start))
 
 
 def _lean_uncounted(real: RealPass, bucket: Bucket) -> Placement | Failure | None:
