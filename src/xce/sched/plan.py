@@ -545,9 +545,10 @@ def _first_unclaimed(
     if len(open_free) * 8 < len(order) - start:  # (few: those sorted by name)
         free: Iterable[int] = open_free
         if past > 0:  # (those past it: by index where hosts are numbered in label order)
-            labels, last = cap.labels, order[past - 1]
+            last = order[past - 1]
             if indexed:  # (past every claim: the smallest indices)
                 return _smallest([index for index in open_free if index > last], n)
+            labels = cap.labels
             bound = labels[last]
             free = [index for index in open_free if labels[index] > bound]
         order, start = by_label(free, cap.labels, indexed), 0

@@ -74,10 +74,11 @@ stands, what a bucket can use grows only by what ends free (one slot each of the
 hosts they held), since the reservation keeps its start and hosts, each window
 crosses the start once it has, and dispatches only take. The session skips such
 buckets where their jobs come after the reserved job (with depth 1 none of those
-can reserve), while it looks at no job before it (`stands`): such a job took no
-reservation, but once capacity grows (the end of a job without a limit) it may take
-one, and shortfalls counted against the old one no longer hold; so does a job before
-it that is short itself. The memos that follow carry them.
+can reserve), as long as it looks at no job before the reserved one (`stands`). Such
+a job took no reservation, but once capacity grows (the end of a job without a
+limit) it may take one, and shortfalls counted against the old reservation no
+longer hold; a short bucket of such jobs is therefore never skipped. The memos that
+follow carry the shortfalls.
 They stand when the reservation moves to one second from now, on the same hosts: a
 window that crossed the old start, at least a second after its session (`moves`), is
 longer than a second, so it crosses the new one.
@@ -237,11 +238,11 @@ class QuietMemo:
         return found
 
     def stands(self, keys: Iterable[SortKey]) -> bool:
-        """Whether the reservation stands for the buckets short of free slots, as the
-        session looks at jobs from `keys` (each bucket's first): while none comes
-        before the reserved job, that one takes its reservation where it was first.
-        One before it took no reservation, but an end (of a job without a limit) may
-        let it take one now, and the reserved job's with it."""
+        """Whether the reservation the shortfalls were counted against stands, as the
+        session looks at jobs from `keys` (each bucket's first): it does while none
+        comes before the reserved job, which then takes it again first. A job before
+        it took no reservation, but an end (of a job without a limit) may let it take
+        one now, in the reserved job's place."""
         head = self.head
         return head is not None and all(not key < head.key for key in keys)
 
