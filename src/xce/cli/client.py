@@ -1,5 +1,5 @@
 """The controller's HTTP API from the command line: a small synchronous client, where
-the controller is and who the caller is, and the click options that say so.
+the controller is and who the caller is (the click options that say so: cli/connection.py).
 
 Where: `--controller URL`, else `$XCE_CONTROLLER`, else `http://127.0.0.1:6820`; several
 URLs, comma-separated, name a leader and its standbys (docs/ha.md): the client calls the
@@ -24,6 +24,12 @@ import click
 import msgspec
 
 from xce import __version__
+from xce.cli.connection import (
+    DEFAULT_CONTROLLER,
+    DEFAULT_TOKEN_FILE,
+    connection_options,
+    remembered_connection,
+)
 from xce.model.api import (
     FENCING_HEADER,
     AcctSummary,
@@ -58,8 +64,6 @@ from xce.model.api import (
 from xce.model.controllers import ControllerAddresses
 from xce.model.result import Demand, Idle, demand_from_json, idle_from_json
 
-DEFAULT_CONTROLLER = "http://127.0.0.1:6820"
-DEFAULT_TOKEN_FILE = "~/.xce/token"
 TIMEOUT = 30.0  # seconds to connect and to wait for an answer
 RETRY_PAUSE = 0.5  # seconds between tries while no controller leads (a takeover)
 
@@ -373,31 +377,6 @@ class Failure(click.ClickException):
         click.echo(f"xce: {self.format_message()}", file=file, err=True)
 
 
-def connection_options(command: Callable[..., R]) -> Callable[..., R]:
-    """`--controller URL` and `--token-file FILE` (passed as `controller`, `token_file`)."""
-    command = click.option(
-        "--token-file",
-        type=click.Path(dir_okay=False),
-        help="File holding your token [default: $XCE_TOKEN, else $XCE_TOKEN_FILE, "
-        f"else {DEFAULT_TOKEN_FILE}].",
-    )(command)
-    return click.option(
-        "--controller",
-        metavar="URL",
-        help=f"The controller [default: $XCE_CONTROLLER, else {DEFAULT_CONTROLLER}].",
-    )(command)
-
-
-_CONNECTION = "xce.connection"  # click's context meta: the options given before the command
-
-
-def remember_connection(ctx: click.Context, controller: str | None,
-                        token_file: str | None) -> None:
-    """The connection options given before the command (`xce --token-file F kill 8`),
-    for the command's own to fall back on."""
-    ctx.meta[_CONNECTION] = (controller, token_file)
-
-
 def with_client(command: Callable[..., R]) -> Callable[..., R]:
     """Give a click command `--controller` and `--token-file` (else those given before
     the command); it receives a connected `Client` as its first argument. A ClientError
@@ -406,8 +385,7 @@ def with_client(command: Callable[..., R]) -> Callable[..., R]:
     @connection_options
     @functools.wraps(command)
     def run(*args: Any, controller: str | None, token_file: str | None, **kwargs: Any) -> R:
-        context = click.get_current_context(silent=True)
-        before = context.meta.get(_CONNECTION, (None, None)) if context else (None, None)
+        before = remembered_connection()
         try:
             client = Client(controller_url(controller or before[0]),
                             read_token(token_file or before[1]))

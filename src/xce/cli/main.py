@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from xce import __version__
-from xce.cli.client import connection_options, remember_connection
+from xce.cli.connection import connection_options, remember_connection
 from xce.cli.lazy import LazyGroup
 
 # Each command's module, imported when the command runs (cli/lazy.py).

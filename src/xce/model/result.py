@@ -203,54 +203,41 @@ class SessionStats(msgspec.Struct):
     dispatched: int = 0
 
 
-class SessionResult:
-    """Dispatch decisions, pend reasons, decision trace, demand and idle supply."""
+class SessionResult(msgspec.Struct, dict=True):
+    """Dispatch decisions, pend reasons, decision trace, demand and idle supply.
 
-    def __init__(
-        self,
-        now: float,
-        dispatch: list[Dispatch],
-        pending: list[PendGroup],
-        trace: list[TraceEntry],
-        demand: Demand,
-        idle: Idle,
-        stats: SessionStats,
-        reservations: list[Reservation] | None = None,
-        next_due: float = math.inf,
-        backfilled: list[int] | None = None,
-        orphans: list[int] | None = None,
-        preemptions: list[Preemption] | None = None,
-        resumes: list[int] | None = None,
-    ) -> None:
-        self.now = now
-        # Running jobs to preempt for pending ones, for the driver to carry out
-        # (JobPreempted, then requeue or kill; a suspend releases their slots at once)
-        self.preemptions: list[Preemption] = preemptions or []
-        # Jobs suspended by a preemption whose preemptor has ended: to resume now
-        # (JobResumed); the session counted their slots as taken
-        self.resumes: list[int] = resumes or []
-        # Pending jobs whose dependency condition can never be satisfied, for the
-        # driver to end now (LSF's -ti, or past orphan_job_term_timeout).
-        self.orphans: list[int] = orphans or []
-        # Blocked jobs' planned starts, in scheduling order (ARCHITECTURE.md 2a).
-        self.reservations: list[Reservation] = reservations or []
-        # The earliest time after `now` at which the decisions could change with no
-        # new event (inf: never): idle supply reaching its idle time.
-        self.next_due = next_due
-        # Jobs dispatched ahead of an earlier job's reservation, in dispatch order.
-        self.backfilled: list[int] = backfilled or []
-        self.dispatch = dispatch
-        self.pending = pending
-        self.trace = trace
-        self.demand = demand
-        self.idle = idle
-        self.stats = stats
-        self._group_of: dict[int, PendGroup] | None = None
+    A Struct (its __init__ in C: one is made per session, hot in simulations,
+    bench_easy.py); `dict=True` lets it cache its pend groups by job (`_groups`)."""
+
+    now: float
+    dispatch: list[Dispatch]
+    pending: list[PendGroup]
+    trace: list[TraceEntry]
+    demand: Demand
+    idle: Idle
+    stats: SessionStats
+    # Blocked jobs' planned starts, in scheduling order (ARCHITECTURE.md 2a).
+    reservations: list[Reservation] = []
+    # The earliest time after `now` at which the decisions could change with no
+    # new event (inf: never): idle supply reaching its idle time.
+    next_due: float = math.inf
+    # Jobs dispatched ahead of an earlier job's reservation, in dispatch order.
+    backfilled: list[int] = []
+    # Pending jobs whose dependency condition can never be satisfied, for the
+    # driver to end now (LSF's -ti, or past orphan_job_term_timeout).
+    orphans: list[int] = []
+    # Running jobs to preempt for pending ones, for the driver to carry out
+    # (JobPreempted, then requeue or kill; a suspend releases their slots at once)
+    preemptions: list[Preemption] = []
+    # Jobs suspended by a preemption whose preemptor has ended: to resume now
+    # (JobResumed); the session counted their slots as taken
+    resumes: list[int] = []
 
     def _groups(self) -> dict[int, PendGroup]:
-        if self._group_of is None:
-            self._group_of = {m.id: g for g in self.pending for m in g.members}
-        return self._group_of
+        groups: dict[int, PendGroup] | None = getattr(self, "_group_of", None)
+        if groups is None:
+            groups = self._group_of = {m.id: g for g in self.pending for m in g.members}
+        return groups
 
     def reason_of(self, job: int) -> str | None:
         """The pend reason of `job` in this session, or None if it was not pending."""
