@@ -58,6 +58,7 @@ class Job:
     limit: float | None
     queue: str = "normal"
     priority: int = 0  # (bsub -sp)
+    user: str = "nobody"
 
 
 @dataclass
@@ -158,8 +159,8 @@ def replay(twins: P, jobs: list[Job]) -> P:
             else:
                 job = jobs[what]
                 twins.apply(JobSubmitted(job=JobSpec(
-                    id=job.id, queue=job.queue, n=job.n, submit=now, run_limit=job.limit,
-                    priority=job.priority,
+                    id=job.id, user=job.user, queue=job.queue, n=job.n, submit=now,
+                    run_limit=job.limit, priority=job.priority,
                 )))
         for job_id, _hosts in twins.session(now):
             heapq.heappush(events, (now + runs[job_id], 0, job_id))
@@ -226,6 +227,39 @@ def test_the_reserved_job_and_a_new_short_job() -> None:
     assert twins.session(30) == []  # (job 4 holds h004 until 60)
     twins.apply(JobFinished(job=4, time=60))
     assert twins.session(60) == [(2, {"h001": 1, "h002": 1, "h003": 1, "h004": 1})]
+
+
+def limited(hosts: int, user_slots: int, normal_slots: int | None = None) -> str:
+    """One-slot hosts, two queues that backfill, each user's running slots limited
+    (and the normal queue's)."""
+    queue_limit = (
+        f"  - {{name: normal-q, queues: [normal], slots: {normal_slots}}}\n"
+        if normal_slots else ""
+    )
+    return cluster(hosts) + (
+        f"limits:\n  - {{name: per-user, users: each, slots: {user_slots}}}\n{queue_limit}"
+    )
+
+
+def test_a_job_started_after_the_reserved_one_takes_its_limit() -> None:
+    """Five hosts, each user at most 4 slots. Job 1 (bob, 2 hosts, limit 100) runs;
+    job 2 (alice, 4 hosts) reserves h001-h004 from 100; job 3 (carol, 4 hosts) pends
+    behind it; alice's job 4 (1 host) backfills on h005, which the reservation does
+    not need. Alice now runs 1 slot: job 2 would take her to 5, over her limit. At 1,
+    after a submission alone, job 2 pends at the limit and job 3 reserves h001-h004,
+    so dave's new job 5 pends (on h003 or h004 it would delay job 3). The session at
+    0 leaves no memo: with one, the next session would have looked again at job 2
+    and job 5 alone, and started job 5 on h003."""
+    twins = Twins(limited(5, 4))
+    twins.submit(
+        JobSpec(id=1, user="bob", n=2, run_limit=100), JobSpec(id=2, user="alice", n=4),
+        JobSpec(id=3, user="carol", n=4), JobSpec(id=4, user="alice", n=1),
+    )
+    assert twins.session(0) == [(1, {"h001": 1, "h002": 1}), (4, {"h005": 1})]
+    assert twins.quiet.quiet is None
+    twins.submit(JobSpec(id=5, user="dave", n=1, submit=1))
+    assert twins.session(1) == []
+    assert twins.hits == 0
 
 
 def test_an_end_that_leaves_the_reservation_where_it_is() -> None:
@@ -573,3 +607,38 @@ def test_random_workloads_with_and_without_backfill_at_any_time(rows: list[Row])
     to end one second from now, after jobs planned to end sooner: sched/earliest.py
     `_by_planned_end`): every session's decisions equal a full session's."""
     replay(Twins(MIXED), workload(rows))
+
+
+USERS = st.lists(
+    st.tuples(
+        st.sampled_from([0, 0, 1, 3, 10, 0.5]), st.integers(1, 200), st.integers(1, 6),
+        st.sampled_from([None, 20, 60, 150, 400, 30.5]),
+        st.sampled_from(["normal", "normal", "high"]),
+        st.sampled_from(["alice", "bob", "carol"]),
+    ),
+    min_size=1, max_size=45,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(USERS)
+@example([  # (found by a long run: at 2 alice's job 8 backfills after her job 6 reserved,
+    # leaving job 6 at her limit; at 4, after job 9's submission alone, job 3 reserves)
+    (0, 1, 1, None, "normal", "alice"), (0, 1, 1, None, "normal", "alice"),
+    (0, 1, 3, None, "normal", "alice"), (0, 5, 2, 20, "normal", "carol"),
+    (0, 5, 3, None, "high", "bob"), (1, 1, 4, None, "high", "alice"),
+    (0, 1, 1, None, "normal", "alice"), (0, 3, 1, None, "normal", "alice"),
+    (3, 1, 1, None, "normal", "alice"),
+])
+def test_random_workloads_of_users_at_their_limits(
+    rows: list[tuple[float, int, int, float | None, str, str]],
+) -> None:
+    """Three users with at most 4 running slots each, the normal queue at most 6, on
+    eight one-slot hosts: a job dispatched after the reserved one may leave it at its user's or
+    queue's limit (the memo is then not left); every session's decisions equal a full
+    session's."""
+    jobs, submit = [], 0.0
+    for i, (gap, run, n, limit, queue, user) in enumerate(rows):
+        submit += gap
+        jobs.append(Job(i + 1, submit, float(run), n, limit, queue, 0, user))
+    replay(Twins(limited(8, 4, 6)), jobs)

@@ -25,7 +25,10 @@ its limit (one second from now), the next session knows that:
   first hosts in the default order with room then; those still have it, and those
   before them had none and have none);
 
-so every job that pended then pends again, taking no reservation. The session looks
+so every job that pended then pends again, taking no reservation. (Limits: a job
+dispatched after the reserved one may have taken the last of its user's or queue's
+slots; it would then pend at that limit, and a job behind it reserve instead: such a
+session leaves no memo, `remember`.) The session looks
 again at the job that reserved, which takes its reservation where it was (no
 search), and at the jobs submitted since (and the twins after them in their
 buckets); at nothing else. Its decisions are a full session's (tests/test_quiet.py).
@@ -345,6 +348,10 @@ def remember(state: SchedulerState, real: RealPass, now: float) -> None:
             return
     if head is not None and head.bucket is not None and head.bucket.req.order:
         return  # (another host order could rank the reservation's hosts anew)
+    if head is not None and head.bucket is not None and real.evaluator.limit_failure(
+        head, head.bucket.n
+    ) is not None:
+        return  # (jobs dispatched after it took its limit: it pends at it next time)
     need = 0
     if head is not None and not state.pools and not state.limit_used:
         need = real.need  # (an end frees no token or limit a job before it waits for)
