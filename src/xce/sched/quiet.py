@@ -28,10 +28,10 @@ its limit (one second from now), the next session knows that:
 so every job that pended then pends again, taking no reservation. (Limits: a job
 dispatched after the reserved one may have taken the last of its user's or queue's
 slots; it would then pend at that limit, and a job behind it reserve instead: such a
-session leaves no memo, `remember`.) The session looks
-again at the job that reserved, which takes its reservation where it was (no
-search), and at the jobs submitted since (and the twins after them in their
-buckets); at nothing else. Its decisions are a full session's (tests/test_quiet.py).
+session leaves no memo, `remember`.) The session looks again at the job that
+reserved, which takes its reservation where it was (no search), and at the jobs
+submitted since (and the twins after them in their buckets); at nothing else. Its
+decisions are a full session's (tests/test_quiet.py).
 
 Ends. With depth <= 1, the reservation's start T is the first change point at which
 the eligible hosts' free slots add up to the job (`earliest_start`), and every change
@@ -346,12 +346,11 @@ def remember(state: SchedulerState, real: RealPass, now: float) -> None:
         head, start, hosts = state.pending.get(booking.job), booking.start, booking.hosts
         if head is None:
             return
-    if head is not None and head.bucket is not None and head.bucket.req.order:
-        return  # (another host order could rank the reservation's hosts anew)
-    if head is not None and head.bucket is not None and real.evaluator.limit_failure(
-        head, head.bucket.n
-    ) is not None:
-        return  # (jobs dispatched after it took its limit: it pends at it next time)
+    if head is not None and head.bucket is not None:
+        if head.bucket.req.order:
+            return  # (another host order could rank the reservation's hosts anew)
+        if real.evaluator.limit_failure(head, head.bucket.n) is not None:
+            return  # (jobs dispatched after it took its limit: it pends at it next time)
     need = 0
     if head is not None and not state.pools and not state.limit_used:
         need = real.need  # (an end frees no token or limit a job before it waits for)
