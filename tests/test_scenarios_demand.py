@@ -454,6 +454,31 @@ def test_pool_of_a_several_pool_resource_is_reported_as_resource_slash_pool(sess
     }, "tokens come from the pool reaching the template (cloud), named hspice/cloud"
 
 
+def test_tokens_are_borrowed_for_the_host_their_pool_reaches(session):
+    s = session("""
+        now: 1000
+        cluster:
+          resources: {vcs: {type: numeric, consumable: true, shared: true}}
+          hosts:
+            - {name: h01, slots: 4}
+            - {name: h02, slots: 4}
+          shared:
+            vcs:
+              - {pool: site, total: 1, hosts: [h02]}
+              - {pool: cloud, total: 2, hosts: ["template:aws.*"]}
+          catalog:
+            countables:
+              - {resource: vcs, pool: site, max_borrow: 1}
+        jobs:
+          - {id: 1, res: "rusage[vcs=2]"}
+    """)
+    assert s.demand == {"hosts": [], "resources": [token_entry("vcs/site", 1, 0, [1])]}, (
+        "the job would go to h01 first, which no pool able to lend reaches; pool site "
+        "reaches h02 and can lend the missing token"
+    )
+    assert s.reasons == {1: "Short 1 of vcs/site; waiting for provisioning (headroom 1)"}
+
+
 # --------------------------------------------------------------------------- no demand
 
 

@@ -13,6 +13,7 @@ respects job order and nothing is counted twice. Virtual hosts are packed first-
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from xce.model.result import SortKey, Tail, TraceEntry
 from xce.sched import placement
@@ -32,7 +33,7 @@ from xce.sched.served import SERVED, ServedOnReal
 from xce.sched.share_order import local_until, merge_key
 from xce.sched.state import SchedulerState
 from xce.sched.supply_state import arrivals
-from xce.sched.tokens import TokenSupply, TokenUse, cover
+from xce.sched.tokens import TokenSupply, TokenUse, cover, lending
 from xce.sched.virtual import TemplateSupply, static_verdict, virtual_of
 
 
@@ -347,29 +348,37 @@ class CatalogPass:
 
     # ------------------------------------------------------------------ placements
     def _on_real_hosts(self, s: Settled, job: PendingJob) -> Placed | None:
-        """A job short only of shared tokens: real hosts plus tokens to come."""
+        """A job short only of shared tokens: real hosts plus tokens to come (first
+        where the real pass would put it, then on the hosts each pool able to lend
+        enough reaches, as the real pass takes pools)."""
         bucket = s.bucket
-        cands = self.evaluator.candidates(bucket)
+        evaluator = self.evaluator
+        cands = evaluator.candidates(bucket)
         if isinstance(cands, Failure):
             return None
         req = bucket.req
-        hosts = placement.place(
-            self.evaluator.room(bucket, cands), bucket.n, req.span_hosts, req.span_ptile,
-            self.evaluator.key_for(bucket),
-        )
-        if hosts is None:
-            return None
-        tokens = cover(
-            self.state, self.cap, self.tokens, bucket, lambda p: self._reaches_real(p, hosts)
-        )
-        if isinstance(tokens, Failure):
-            self._note(s, job, tokens.check, tokens.detail)
-            return None
-        return self._commit(bucket, job, None, hosts, False, tokens, 0, self.now)
-
-    def _reaches_real(self, pool: PoolRecord, hosts: dict[int, int]) -> bool:
-        reachable = reach(self.state, pool)
-        return reachable is None or all(i in reachable for i in hosts)
+        first: Failure | None = None
+        for combo in lending(self.state, self.cap, self.tokens, bucket):
+            allowed = cands if combo is None else evaluator.reachable(cands, combo)
+            if combo is not None and allowed is cands:
+                continue  # (the very hosts tried first)
+            hosts = placement.place(
+                evaluator.room(bucket, cands) if allowed is cands
+                else placement.Room(self.cap, allowed, bucket.use),
+                bucket.n, req.span_hosts, req.span_ptile, evaluator.key_for(bucket),
+            )
+            if hosts is None:
+                continue
+            tokens = cover(
+                self.state, self.cap, self.tokens, bucket,
+                partial(may_lend, self.state, combo, hosts),
+            )
+            if not isinstance(tokens, Failure):
+                return self._commit(bucket, job, None, hosts, False, tokens, 0, self.now)
+            first = first or tokens
+        if first is not None:
+            self._note(s, job, first.check, first.detail)
+        return None
 
     def _on_template(
         self, s: Settled, job: PendingJob, supply: TemplateSupply, new: bool,
@@ -479,3 +488,13 @@ class CatalogPass:
         return Placed(job.id, supply, new_hosts, tokens, start)
 
 
+def may_lend(
+    state: SchedulerState, combo: tuple[PoolRecord, ...] | None, hosts: dict[int, int],
+    pool: PoolRecord,
+) -> bool:
+    """Whether `pool` may lend tokens for a job on `hosts`: one of the pools chosen
+    (`combo`; None: any), reaching every one of the hosts."""
+    reachable = reach(state, pool)
+    return (combo is None or pool in combo) and (
+        reachable is None or all(i in reachable for i in hosts)
+    )

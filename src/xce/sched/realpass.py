@@ -234,7 +234,7 @@ class Evaluator:
             )
         if all(choices):
             for combo in product(*choices):
-                allowed = self._reachable(cands, combo)
+                allowed = self.reachable(cands, combo)
                 found = hosts if allowed is cands else place(
                     Room(cap, allowed, bucket.use), bucket.n, req.span_hosts,
                     req.span_ptile, key,
@@ -244,7 +244,8 @@ class Evaluator:
         # Hosts are there; tokens are what is missing.
         return self.shared_failure(bucket, cands)
 
-    def _reachable(self, cands: list[int], pools: tuple[PoolRecord, ...]) -> list[int]:
+    def reachable(self, cands: list[int], pools: tuple[PoolRecord, ...]) -> list[int]:
+        """The candidates every one of the pools reaches (`cands` itself if all)."""
         allowed = cands
         for pool in pools:
             hosts = reach(self.state, pool)
@@ -268,7 +269,7 @@ class Evaluator:
                 (
                     self.cap.pool_free[p]
                     for p in self.state.pools[res]
-                    if self._reachable(cands, (p,))
+                    if self.reachable(cands, (p,))
                 ),
                 default=0.0,
             )

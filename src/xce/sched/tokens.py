@@ -3,7 +3,8 @@ be borrowed (headroom), and covering a job's shared needs with them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import product
 
 from xce.sched.buckets import Bucket
 from xce.sched.capacity import EPSILON, Capacity
@@ -86,3 +87,26 @@ def cover(
                 f"({headroom:g} left)",
             )
     return uses
+
+
+def lending(
+    state: SchedulerState, cap: Capacity, tokens: dict[PoolRecord, TokenSupply],
+    bucket: Bucket,
+) -> Iterator[tuple[PoolRecord, ...] | None]:
+    """Which pools to take the job's shared tokens from, in turn: first None (any
+    pool reaching the hosts the job is placed on), then each choice of one pool per
+    shared resource among those that could cover the request with free, in-flight
+    and borrowable tokens (the job's hosts must then be among those they reach)."""
+    yield None
+    choices: list[list[PoolRecord]] = []
+    for res, amount in bucket.shared:
+        choices.append([p for p in state.pools[res] if _could_cover(cap, tokens, p, amount)])
+    yield from product(*choices)
+
+
+def _could_cover(
+    cap: Capacity, tokens: dict[PoolRecord, TokenSupply], pool: PoolRecord, amount: float
+) -> bool:
+    supply = tokens.get(pool)
+    more = 0.0 if supply is None else supply.in_flight + supply.headroom
+    return max(0.0, cap.pool_free[pool]) + more + EPSILON >= amount
