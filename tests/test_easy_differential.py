@@ -11,12 +11,10 @@ every job must start at the same second in both.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
+from easy_setup import easy, easy_cluster, swf_text
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -24,41 +22,16 @@ from xce.config import load_config_text
 from xce.sim.driver import Simulator
 from xce.sim.workload import load_workload
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "bench_easy_reference", ROOT / "bench" / "easy_reference.py")
-assert _spec is not None and _spec.loader is not None
-easy = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = easy  # (dataclasses look their module up there)
-_spec.loader.exec_module(easy)
-
 Row = tuple[int, int, int, int]  # submit, run, processors, requested time (-1: none)
 
 
-def cluster(processors: int, enforce: bool) -> str:
-    return textwrap.dedent(f"""\
-        cluster: easy
-        session_interval: 1
-        reserve_depth: 1
-        hosts:
-          - {{name: "h[01-{processors:02d}]", slots: 1}}
-        queues:
-          - {{name: normal, priority: 30, backfill: true}}
-        simulation: {{enforce_run_limits: {str(enforce).lower()}}}
-        """)
-
-
 def swf(processors: int, rows: list[Row]) -> str:
-    lines = [f"; MaxProcs: {processors}"] + [
-        f"{i} {s} -1 {r} {p} -1 -1 {p} {q} -1 1 1 1 -1 1 -1 -1 -1"
-        for i, (s, r, p, q) in enumerate(rows, start=1)
-    ]
-    return "\n".join(lines) + "\n"
+    return swf_text(processors, [(i, *row) for i, row in enumerate(rows, start=1)])
 
 
 def xce_starts(processors: int, path: Path, enforce: bool) -> dict[int, float]:
     """Each job's start, on the trace's clock (XCE's starts at the first submit)."""
-    sim = Simulator(load_config_text(cluster(processors, enforce), "easy.yaml"),
+    sim = Simulator(load_config_text(easy_cluster(processors, enforce), "easy.yaml"),
                     load_workload(path), reasons=False)
     sim.run()
     first = min(float(line.split()[1]) for line in path.read_text().splitlines()[1:])

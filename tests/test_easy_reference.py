@@ -12,42 +12,17 @@ longest wait of wide jobs (at least a quarter of the machine) at most 1.25 x its
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from easy_setup import easy, easy_cluster, swf_text
 
 from xce.config import load_config_text
 from xce.sim.driver import Simulator
 from xce.sim.workload import load_workload, transform
 
-ROOT = Path(__file__).resolve().parents[1]
-TRACES = ROOT.parent / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 FIRST = 2_000
-
-# The reference lives in bench/ (the benchmark runs it too); loaded by path, under a
-# name of its own, so that nothing of bench/ goes on sys.path.
-_spec = importlib.util.spec_from_file_location(
-    "bench_easy_reference", ROOT / "bench" / "easy_reference.py")
-assert _spec is not None and _spec.loader is not None
-easy = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = easy  # (dataclasses look their module up there)
-_spec.loader.exec_module(easy)
-
-
-def easy_cluster(processors: int) -> str:
-    return textwrap.dedent(f"""\
-        cluster: easy
-        session_interval: 1
-        reserve_depth: 1
-        hosts:
-          - {{name: "h[0001-{processors:04d}]", slots: 1}}
-        queues:
-          - {{name: normal, priority: 30, backfill: true}}
-        simulation: {{enforce_run_limits: false}}
-        """)
 
 
 @pytest.mark.skipif(not TRACES.is_dir(), reason="no shared traces beside the repository")
@@ -81,11 +56,8 @@ def test_reference_holds_the_head_jobs_hosts_and_backfills_short_jobs(tmp_path: 
         (6, 5, 10, 6, 10),  # wider than the machine: skipped
         (7, 6, 0, 1, 10),  # no run time: skipped
     ]
-    lines = ["; MaxProcs: 5"] + [
-        f"{i} {s} -1 {r} {p} -1 -1 {p} {q} -1 1 1 1 -1 1 -1 -1 -1" for i, s, r, p, q in rows
-    ]
     trace = tmp_path / "tiny.swf"
-    trace.write_text("\n".join(lines) + "\n")
+    trace.write_text(swf_text(5, rows))
     result = easy.simulate(easy.read_swf(str(trace)))
     assert result.starts == {1: 0, 2: 100, 3: 2, 4: 200, 5: 200}
     assert result.skipped == 2
