@@ -7,11 +7,14 @@ session, per host, the plan is a list of busy intervals: running jobs until thei
 planned end (start + limit, one second from now when past it, never without a limit),
 this session's dispatches for their limit, reservations from their start for their
 limit. Pending jobs in (submit, id) order: a job starts now on the first hosts by name
-that stay free over [now, now + limit) (over [now, forever) in a queue without
-backfill); else, while fewer than `reserve_depth`
-reservations were made, it reserves the first hosts by name free over [T, T + limit)
-for the earliest such T among now and the ends of the intervals (none if it never
-fits). With depth 1 it decides as bench/easy_reference.py, which is checked too.
+that stay free over its window, [now, now + limit) (forever in a queue without
+backfill); else, while fewer than `reserve_depth` reservations were made, it reserves,
+for its limit, the first hosts by name free over [T, T + its window) for the earliest
+such T among the ends of the intervals (none if it never fits). The window of the
+reservation's search is docs/scheduling.md's reading where ARCHITECTURE.md reads
+[T, T + limit) for every queue: a job of a queue without backfill never plans to use
+a hole before another reservation either. With depth 1 and backfill the reading
+decides as bench/easy_reference.py, which is checked too.
 """
 
 from __future__ import annotations
@@ -39,12 +42,12 @@ def free_over(busy: Busy, start: float, end: float) -> list[int]:
     return [h for h, spans in enumerate(busy) if all(b <= start or a >= end for a, b in spans)]
 
 
-def earliest(busy: Busy, now: float, procs: int, limit: float) -> tuple[float, list[int]] | None:
-    """The earliest start among now and the intervals' ends at which `procs` hosts
-    stay free for `limit`, and those hosts (the first by name); None if never."""
-    points = sorted({now} | {b for spans in busy for _a, b in spans if now < b < math.inf})
+def earliest(busy: Busy, now: float, procs: int, window: float) -> tuple[float, list[int]] | None:
+    """The earliest start after now among the intervals' ends at which `procs` hosts
+    stay free for `window`, and those hosts (the first by name); None if never."""
+    points = sorted({b for spans in busy for _a, b in spans if now < b < math.inf})
     for t in points:
-        hosts = free_over(busy, t, t + limit)
+        hosts = free_over(busy, t, t + window)
         if len(hosts) >= procs:
             return t, hosts[:procs]
     return None
@@ -77,7 +80,8 @@ def plan_starts(
         reserved, left = 0, []
         for job in pending:
             _submit, jid, procs, run, limit = job
-            hosts = free_over(busy, now, now + limit if backfill else math.inf)
+            window = limit if backfill else math.inf
+            hosts = free_over(busy, now, now + window)
             if len(hosts) >= procs:
                 starts[jid] = now
                 running[jid] = (hosts[:procs], now + limit)
@@ -86,7 +90,7 @@ def plan_starts(
                     busy[h].append((now, now + limit))
                 continue
             left.append(job)
-            if reserved < depth and (found := earliest(busy, now, procs, limit)) is not None:
+            if reserved < depth and (found := earliest(busy, now, procs, window)) is not None:
                 reserved += 1
                 for h in found[1]:
                     busy[h].append((found[0], found[0] + limit))
