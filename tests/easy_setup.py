@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,10 +36,12 @@ def easy_cluster(processors: int, enforce: bool = False) -> str:
         """)
 
 
-def swf_text(processors: int, rows: list[tuple[int, int, int, int, int]]) -> str:
+def swf_text(processors: int, rows: Sequence[tuple[int, ...]]) -> str:
     """An SWF trace of `processors` with these records: (id, submit, run, processors,
-    requested time; -1 for none)."""
+    requested time; -1 for none) and, if given, the queue number (else 1; the
+    simulator's queue `q<number>`)."""
     lines = [f"; MaxProcs: {processors}"] + [
-        f"{i} {s} -1 {r} {p} -1 -1 {p} {q} -1 1 1 1 -1 1 -1 -1 -1" for i, s, r, p, q in rows
+        f"{i} {s} -1 {r} {p} -1 -1 {p} {q} -1 1 1 1 -1 {queue[0] if queue else 1} -1 -1 -1"
+        for i, s, r, p, q, *queue in rows
     ]
     return "\n".join(lines) + "\n"
