@@ -31,5 +31,6 @@ def test_demo_settles_and_cleans_up() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     summary = " ".join(done.stdout.split())
     assert "Summary: 6 of 6 jobs done;" in summary, summary
+    assert "\nSummary: " in done.stdout, "the summary starts a line of a log too"
     assert "hosts provisioned and released (local.small-1" in summary, summary
     assert demo_processes() == []

@@ -199,6 +199,8 @@ def demo(jobs: int, seconds: float, idle: float, timeout: float, keep: bool) -> 
                 if finished and gone and returned and seen["provisioned"]:
                     done = True
                     break
+        if not console.is_terminal:  # (rich leaves its last frame unended there: a log)
+            console.line()
         final = run.api.jobs("all").jobs
         waits = [j.start_time - j.submit_time for j in final if j.start_time is not None]
         on = {h for j in final for h in j.exec_hosts}
