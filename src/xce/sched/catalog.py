@@ -348,37 +348,33 @@ class CatalogPass:
 
     # ------------------------------------------------------------------ placements
     def _on_real_hosts(self, s: Settled, job: PendingJob) -> Placed | None:
-        """A job short only of shared tokens: real hosts plus tokens to come (first
-        where the real pass would put it, then on the hosts each pool able to lend
-        enough reaches, as the real pass takes pools)."""
+        """A job short only of shared tokens: real hosts plus tokens to come, first
+        where the real pass would put it, then on the hosts each choice of pools able
+        to lend enough reaches (as the real pass takes pools: Evaluator.by_pools)."""
         bucket = s.bucket
         evaluator = self.evaluator
         cands = evaluator.candidates(bucket)
         if isinstance(cands, Failure):
             return None
-        req = bucket.req
-        first: Failure | None = None
-        for combo in lending(self.state, self.cap, self.tokens, bucket):
-            allowed = cands if combo is None else evaluator.reachable(cands, combo)
-            if combo is not None and allowed is cands:
-                continue  # (the very hosts tried first)
-            hosts = placement.place(
-                evaluator.room(bucket, cands) if allowed is cands
-                else placement.Room(self.cap, allowed, bucket.use),
-                bucket.n, req.span_hosts, req.span_ptile, evaluator.key_for(bucket),
-            )
-            if hosts is None:
-                continue
-            tokens = cover(
-                self.state, self.cap, self.tokens, bucket,
-                partial(may_lend, self.state, combo, hosts),
-            )
-            if not isinstance(tokens, Failure):
-                return self._commit(bucket, job, None, hosts, False, tokens, 0, self.now)
-            first = first or tokens
-        if first is not None:
-            self._note(s, job, first.check, first.detail)
-        return None
+        req, key = bucket.req, evaluator.key_for(bucket)
+        hosts = placement.place(
+            evaluator.room(bucket, cands), bucket.n, req.span_hosts, req.span_ptile, key
+        )
+        if hosts is None:
+            return None
+        state, cap = self.state, self.cap
+        tokens = cover(state, cap, self.tokens, bucket, partial(reaches_all, state, hosts))
+        if isinstance(tokens, Failure):
+            for combo, found in evaluator.by_pools(
+                bucket, cands, hosts, key, lending(state, cap, self.tokens, bucket)
+            ):
+                # (the hosts found are all within reach of the pools chosen)
+                uses = cover(state, cap, self.tokens, bucket, combo.__contains__)
+                if not isinstance(uses, Failure):
+                    return self._commit(bucket, job, None, found, False, uses, 0, self.now)
+            self._note(s, job, tokens.check, tokens.detail)
+            return None
+        return self._commit(bucket, job, None, hosts, False, tokens, 0, self.now)
 
     def _on_template(
         self, s: Settled, job: PendingJob, supply: TemplateSupply, new: bool,
@@ -488,13 +484,7 @@ class CatalogPass:
         return Placed(job.id, supply, new_hosts, tokens, start)
 
 
-def may_lend(
-    state: SchedulerState, combo: tuple[PoolRecord, ...] | None, hosts: dict[int, int],
-    pool: PoolRecord,
-) -> bool:
-    """Whether `pool` may lend tokens for a job on `hosts`: one of the pools chosen
-    (`combo`; None: any), reaching every one of the hosts."""
+def reaches_all(state: SchedulerState, hosts: dict[int, int], pool: PoolRecord) -> bool:
+    """Whether `pool` reaches every one of the hosts."""
     reachable = reach(state, pool)
-    return (combo is None or pool in combo) and (
-        reachable is None or all(i in reachable for i in hosts)
-    )
+    return reachable is None or all(i in reachable for i in hosts)

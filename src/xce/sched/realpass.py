@@ -7,6 +7,7 @@ jobs at once: capacity and limits only shrink within a session.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop, heapreplace
 from itertools import product
 from typing import Final
@@ -232,17 +233,27 @@ class Evaluator:
             choices.append(
                 [p for p in self.state.pools[res] if cap.pool_free[p] + EPSILON >= amount]
             )
-        if all(choices):
-            for combo in product(*choices):
-                allowed = self.reachable(cands, combo)
-                found = hosts if allowed is cands else place(
-                    Room(cap, allowed, bucket.use), bucket.n, req.span_hosts,
-                    req.span_ptile, key,
-                )
-                if found is not None:
-                    return found, {p: a for p, (_r, a) in zip(combo, bucket.shared, strict=True)}
+        for combo, found in self.by_pools(bucket, cands, hosts, key, product(*choices)):
+            return found, {p: a for p, (_r, a) in zip(combo, bucket.shared, strict=True)}
         # Hosts are there; tokens are what is missing.
         return self.shared_failure(bucket, cands)
+
+    def by_pools(
+        self, bucket: Bucket, cands: list[int], hosts: dict[int, int], key: HostOrder,
+        combos: Iterable[tuple[PoolRecord, ...]],
+    ) -> Iterator[tuple[tuple[PoolRecord, ...], dict[int, int]]]:
+        """For each choice of one pool per shared resource, in turn, the job's
+        placement on the candidates those pools all reach, where it fits there
+        (`hosts`: its placement on every candidate, kept where they reach them all)."""
+        req = bucket.req
+        for combo in combos:
+            allowed = self.reachable(cands, combo)
+            found = hosts if allowed is cands else place(
+                Room(self.cap, allowed, bucket.use), bucket.n, req.span_hosts,
+                req.span_ptile, key,
+            )
+            if found is not None:
+                yield combo, found
 
     def reachable(self, cands: list[int], pools: tuple[PoolRecord, ...]) -> list[int]:
         """The candidates every one of the pools reaches (`cands` itself if all)."""

@@ -92,16 +92,14 @@ def cover(
 def lending(
     state: SchedulerState, cap: Capacity, tokens: dict[PoolRecord, TokenSupply],
     bucket: Bucket,
-) -> Iterator[tuple[PoolRecord, ...] | None]:
-    """Which pools to take the job's shared tokens from, in turn: first None (any
-    pool reaching the hosts the job is placed on), then each choice of one pool per
-    shared resource among those that could cover the request with free, in-flight
-    and borrowable tokens (the job's hosts must then be among those they reach)."""
-    yield None
+) -> Iterator[tuple[PoolRecord, ...]]:
+    """Each choice of one pool per shared resource of the job, in configured order,
+    among the pools that could cover its request with free, in-flight and borrowable
+    tokens."""
     choices: list[list[PoolRecord]] = []
     for res, amount in bucket.shared:
         choices.append([p for p in state.pools[res] if _could_cover(cap, tokens, p, amount)])
-    yield from product(*choices)
+    return product(*choices)
 
 
 def _could_cover(
