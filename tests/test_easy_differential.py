@@ -29,12 +29,11 @@ def swf(processors: int, rows: list[Row]) -> str:
     return swf_text(processors, [(i, *row) for i, row in enumerate(rows, start=1)])
 
 
-def xce_starts(processors: int, path: Path, enforce: bool) -> dict[int, float]:
-    """Each job's start, on the trace's clock (XCE's starts at the first submit)."""
+def xce_starts(processors: int, path: Path, enforce: bool, first: float) -> dict[int, float]:
+    """Each job's start, on the trace's clock (XCE's starts at the `first` submit)."""
     sim = Simulator(load_config_text(easy_cluster(processors, enforce), "easy.yaml"),
                     load_workload(path), reasons=False)
     sim.run()
-    first = min(float(line.split()[1]) for line in path.read_text().splitlines()[1:])
     return {job: first + start for job, start in sim.metrics.started.items()}
 
 
@@ -48,7 +47,7 @@ def compare(processors: int, rows: list[Row], enforce: bool) -> None:
             (s, min(r, q) if enforce and q > 0 else r, p, q) for s, r, p, q in rows
         ]))
         expected = easy.simulate(easy.read_swf(str(cut))).starts
-        got = xce_starts(processors, path, enforce)
+        got = xce_starts(processors, path, enforce, min(row[0] for row in rows))
     assert got == expected, "\n".join(
         f"job {job} {rows[job - 1]}: reference {expected.get(job)}, XCE {got.get(job)}"
         for job in sorted(set(expected) | set(got)) if expected.get(job) != got.get(job)
