@@ -13,6 +13,7 @@ from xce.sched.capacity import Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.hosts import by_label
 from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
+from xce.sched.requested import spared_by_later_starts
 from xce.sched.running import RunningJob, end_of
 from xce.sched.usage import Use
 
@@ -21,10 +22,10 @@ if TYPE_CHECKING:
 
 
 def earliest_start(
-    plan: Plan, bucket: Bucket, until: float = math.inf, place: bool = True
+    plan: Plan, bucket: Bucket, job_id: int, until: float = math.inf, place: bool = True
 ) -> tuple[float, dict[int, int]] | None:
-    """The earliest start after now, and no later than `until`, at which a job of
-    `bucket` fits over its window on the profile, and its hosts; None if there is
+    """The earliest start after now, and no later than `until`, at which job `job_id`
+    of `bucket` fits over its window on the profile, and its hosts; None if there is
     none. `place=False`, for a plain bucket (slots alone) on a plan without
     bookings, where free slots that add up always place: the start, no hosts.
 
@@ -37,7 +38,7 @@ def earliest_start(
     if not (hosts := elig.open):
         return None
     if place and until == math.inf:
-        fit = _fit_again(plan, bucket, hosts)
+        fit = _fit_again(plan, bucket, hosts, job_id)
         if fit is not None:  # (found to fit, nothing changed since: placed there)
             return fit
     free_slots = plan.cap.free_slots
@@ -92,7 +93,7 @@ def earliest_start(
             assert bucket.plain and not plan.bookings
             plan._fit = (bucket, time, gain, gain_res, plan.cap.version, len(plan.changes))
             return time, {}
-        found = _place_at(plan, bucket, hosts, gain, gain_res, time)
+        found = _place_at(plan, bucket, hosts, gain, gain_res, time, job_id)
         if found is not None:
             plan._found = (time, found[0], gain, found[1], found[2])
             return time, found[0]
@@ -149,7 +150,7 @@ def _end_gain(
 
 
 def _fit_again(
-    plan: Plan, bucket: Bucket, hosts: set[int]
+    plan: Plan, bucket: Bucket, hosts: set[int], job_id: int
 ) -> tuple[float, dict[int, int]] | None:
     """Where `earliest_start` puts a job of `bucket` that it found to fit (without placing)
     when nothing has changed since: the start found then, and the hosts placed
@@ -160,7 +161,7 @@ def _fit_again(
         or fit[4] != plan.cap.version or fit[5] != len(plan.changes)
     ):
         return None
-    placed = _place_at(plan, bucket, hosts, fit[2], fit[3], fit[1])
+    placed = _place_at(plan, bucket, hosts, fit[2], fit[3], fit[1], job_id)
     assert placed is not None
     plan._found = (fit[1], placed[0], fit[2], placed[1], placed[2])
     return fit[1], placed[0]
@@ -191,11 +192,29 @@ def _gain_res(
 
 def _place_at(
     plan: Plan, bucket: Bucket, hosts: set[int], gain: dict[int, int],
+    gain_res: dict[int, list[float]], time: float, job_id: int,
+) -> tuple[dict[int, int], int, int] | None:
+    """Where job `job_id` of `bucket` goes if it starts at `time` (`_placement_at`).
+    A start later than now leaves alone the hosts requested for other jobs and the
+    provisioned hosts idle now where it fits without them (`spared_by_later_starts`;
+    docs/scheduling.md section 6, "Reservations spare supply")."""
+    state = plan.state
+    if time > plan.now and (state.requested_for or state.idle_provisioned):
+        spared = spared_by_later_starts(state, job_id)
+        if not spared.isdisjoint(hosts):
+            found = _placement_at(plan, bucket, hosts - spared, gain, gain_res, time)
+            if found is not None:
+                return found
+    return _placement_at(plan, bucket, hosts, gain, gain_res, time)
+
+
+def _placement_at(
+    plan: Plan, bucket: Bucket, hosts: set[int], gain: dict[int, int],
     gain_res: dict[int, list[float]], time: float,
 ) -> tuple[dict[int, int], int, int] | None:
-    """The usual placement of a job of `bucket` on the capacity that stays free
-    over [time, time + its window), and where `_first_hosts` found it, how many of
-    its hosts are free now and where in label order the free hosts it leaves begin
+    """The usual placement of a job of `bucket` on the capacity of `hosts` that stays
+    free over [time, time + its window), and where `_first_hosts` found it, how many
+    of its hosts are free now and where in label order the free hosts it leaves begin
     (-1: not known)."""
     cap = plan.cap
     booked = plan.booked

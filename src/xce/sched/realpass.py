@@ -526,7 +526,7 @@ class RealPass:
         if unplaced is not None:  # (nothing changed since it was found to fit)
             self._unplaced = None
             bucket, job, start = unplaced
-            found = placed_again(plan, self, job) or earliest_start(plan, bucket)
+            found = placed_again(plan, self, job) or earliest_start(plan, bucket, job.id)
             assert found is not None and found[0] == start
             book(self, plan, bucket, job, start, found[1])
         return plan

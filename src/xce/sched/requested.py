@@ -7,7 +7,9 @@ them before other hosts as free (the usual preference otherwise: most free slots
 `order[]`, then the requested hosts, then name). So a job whose hosts joined as other
 hosts freed up starts on its own hosts, and the ones that freed are the ones left
 idle: none of the hosts obtained for it joins only to be given back unused. It
-changes where a job goes, never whether it fits.
+changes where a job goes, never whether it fits. A reservation later than now spares
+them (and provisioned hosts idle now) where it fits as early without them
+(`spared_by_later_starts`, sched/earliest.py).
 """
 
 from __future__ import annotations
@@ -40,3 +42,18 @@ def requested_hosts(state: SchedulerState, job_id: int) -> set[int] | None:
     """The indices of the hosts present that were requested for `job_id`, if any."""
     indices = state.requested_for.get(job_id)
     return set(indices) if indices else None
+
+
+def spared_by_later_starts(state: SchedulerState, job_id: int) -> set[int]:
+    """The hosts a reservation of `job_id` later than now leaves alone where it fits
+    as early without them: hosts requested for other pending jobs (they go to those
+    jobs) and provisioned hosts idle now (held idle until its start, each would be
+    paid for meanwhile and could not be given back). Never the hosts requested for
+    `job_id` itself."""
+    requested = state.requested_for
+    spared = {index for job, indices in requested.items() if job != job_id for index in indices}
+    spared.update(state.idle_provisioned)
+    own = requested.get(job_id)
+    if own:
+        spared.difference_update(own)
+    return spared

@@ -28,7 +28,7 @@ def reserve(real: RealPass, bucket: Bucket, job: PendingJob, failure: Failure) -
     if real._lazy and bucket.plain and not plan.bookings:
         fits = start_again(real, job)
         if fits is None:
-            fits = earliest_start(plan, bucket, place=False)
+            fits = earliest_start(plan, bucket, job.id, place=False)
             if fits is None:
                 return False
             real.need = bucket.n - plan.before
@@ -37,7 +37,7 @@ def reserve(real: RealPass, bucket: Bucket, job: PendingJob, failure: Failure) -
         return True
     found = placed_again(plan, real, job)
     if found is None:
-        found = earliest_start(plan, bucket)
+        found = earliest_start(plan, bucket, job.id)
         if found is None:
             return False
         if not plan.bookings:

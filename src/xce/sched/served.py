@@ -41,7 +41,7 @@ class ServedOnReal:
         plan = self.planner()
         if self._slots_by(joins, plan) < bucket.n:  # (cheap: not that many slots by then)
             return None
-        found = earliest_start(plan, bucket, joins)
+        found = earliest_start(plan, bucket, job.id, joins)
         if found is None:
             return None
         start, hosts = found
