@@ -13,7 +13,7 @@ from xce.sched.capacity import Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.hosts import by_label
 from xce.sched.placement import HostOrder, Room, default_ranked, place, spread
-from xce.sched.requested import spared_by_later_starts
+from xce.sched.requested import spared_by_later_starts, takes_spared
 from xce.sched.running import RunningJob, end_of
 from xce.sched.usage import Use
 
@@ -197,15 +197,20 @@ def _place_at(
     """Where job `job_id` of `bucket` goes if it starts at `time` (`_placement_at`).
     A start later than now leaves alone the hosts requested for other jobs and the
     provisioned hosts idle now where it fits without them (`spared_by_later_starts`;
-    docs/scheduling.md section 6, "Reservations spare supply")."""
+    docs/scheduling.md section 6, "Reservations spare supply"). The usual placement
+    comes first: where it takes none of them, it is the one found without them (the
+    placements take the best-ranked hosts, so leaving out hosts they do not take
+    changes nothing), and the spared hosts are not gathered at all (elastic runs)."""
+    found = _placement_at(plan, bucket, hosts, gain, gain_res, time)
     state = plan.state
-    if time > plan.now and (state.requested_for or state.idle_provisioned):
-        spared = spared_by_later_starts(state, job_id)
-        if not spared.isdisjoint(hosts):
-            found = _placement_at(plan, bucket, hosts - spared, gain, gain_res, time)
-            if found is not None:
-                return found
-    return _placement_at(plan, bucket, hosts, gain, gain_res, time)
+    if (
+        found is None or time <= plan.now
+        or not (state.requested_for or state.idle_provisioned)
+        or not takes_spared(state, job_id, found[0])
+    ):
+        return found
+    spared = spared_by_later_starts(state, job_id)
+    return _placement_at(plan, bucket, hosts - spared, gain, gain_res, time) or found
 
 
 def _placement_at(

@@ -57,3 +57,17 @@ def spared_by_later_starts(state: SchedulerState, job_id: int) -> set[int]:
     if own:
         spared.difference_update(own)
     return spared
+
+
+def takes_spared(state: SchedulerState, job_id: int, placed: dict[int, int]) -> bool:
+    """Whether a placement of `job_id` takes a host `spared_by_later_starts` names."""
+    idle, hosts = state.idle_provisioned, state.hosts
+    count = len(hosts)
+    for index in placed:
+        host = hosts[index] if index < count else None
+        if host is None:
+            continue  # (a virtual host: after the state's hosts)
+        mine = job_id in host.requested_for
+        if (index in idle and not mine) or (host.requested_for and not mine):
+            return True
+    return False
