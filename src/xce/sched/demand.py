@@ -19,7 +19,8 @@ from xce.model.result import (
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.catalog import CatalogPass, Outcome, Placed
 from xce.sched.realpass import Failure, Settled
-from xce.sched.reasons import PROVISIONING
+from xce.sched.reasons import PROVISIONING, RESERVED, RESOURCE, reserved_and
+from xce.sched.served import SERVED
 
 
 def _plural(count: int, word: str) -> str:
@@ -87,6 +88,12 @@ def pend_groups(
             kind = PROVISIONING
         elif isinstance(outcome, Failure):
             reason, kind = outcome.reason, outcome.kind
+            if (
+                kind == RESOURCE and outcome.check != SERVED
+                and settled.failure.reason.startswith(RESERVED)
+            ):
+                # A reserved job no supply could start sooner: its reservation first.
+                reason = reserved_and(settled.failure.reason, reason)
         else:
             reason, kind = settled.failure.reason, settled.failure.kind
         # (a fairshare queue's: first why its user comes after another, sched/share_order.py)

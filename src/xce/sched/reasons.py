@@ -44,10 +44,19 @@ def short_shared(resource: str, short: float, free: float) -> str:
     return f"Short {short:g} of {resource} (shared): {free:g} free"
 
 
+RESERVED: Final = "Reserved: "  # how a reserved job's pend reason begins
+
+
 def reserved(start: float, now: float, hosts: dict[str, int]) -> str:
     """A reserved job's pend reason: when and where it is expected to start."""
     when = f"{clock(start)} (in {span(start - now)})"
-    return f"Reserved: expected to start at {when} on {on_hosts(hosts)}"
+    return f"{RESERVED}expected to start at {when} on {on_hosts(hosts)}"
+
+
+def reserved_and(reservation: str, why: str) -> str:
+    """A reserved job's pend reason with why no supply could start it sooner (the
+    catalog pass's reason, after a semicolon)."""
+    return f"{reservation}; {why[:1].lower()}{why[1:]}"
 
 
 def would_delay(job: int, start: float, now: float) -> str:
