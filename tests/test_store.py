@@ -450,3 +450,33 @@ def test_acknowledged_facts_survive_kill_9(location: str) -> None:
         last = max(f.seq for f in store.read())
         assert store.append(0.0, [JobKilled(job=1)]) == last + 1
     assert rounds >= 3
+
+
+def test_a_write_queued_behind_another_transaction_counts_its_facts(postgres: Any) -> None:
+    """A write queued behind another writer's open transaction (as a writer killed with
+    its COMMIT on the way leaves one, which the server still carries out) takes its seq
+    after that transaction's facts: the last seq is read once the leader row is locked,
+    not from before the wait (was: duplicate key value, the seq taken twice)."""
+    path = postgres.new_database()
+    with open_store(path) as store:
+        assert store.append(0.0, [JobKilled(job=1)]) == 1
+        got: list[int | BaseException] = []
+
+        def write() -> None:
+            try:
+                got.append(store.append(0.0, [JobKilled(job=3)]))
+            except BaseException as err:  # (reported below, not lost in the thread)
+                got.append(err)
+
+        with psycopg.connect(path) as other:  # a transaction is open until commit()
+            other.execute("SELECT term FROM leader FOR UPDATE")
+            other.execute("INSERT INTO facts (seq, time, body) "
+                          "SELECT 2, time, body FROM facts WHERE seq = 1")
+            writer = threading.Thread(target=write)
+            writer.start()
+            writer.join(0.5)
+            assert writer.is_alive(), "the write waits for the leader row"
+            other.commit()
+            writer.join(10)
+        assert got == [3]
+        assert [f.seq for f in store.read()] == [1, 2, 3]

@@ -27,7 +27,7 @@ import psycopg
 from psycopg.pq import TransactionStatus
 
 from xce.controller.fact_log import (
-    LAST_SEQS,
+    LAST_SEQ,
     SCHEMA_VERSION,
     Cursor,
     FactLog,
@@ -37,9 +37,12 @@ from xce.controller.fact_log import (
 
 T = TypeVar("T")
 CHANNEL = "xce_facts"  # NOTIFY channel of new facts (payload: the last seq)
-# Every write's first round trip (one simple query, two statements): the leader row
-# locked, so writers queue, with its term and the last seq (fact_log.LAST_SEQ).
-_BEGIN = f"BEGIN; SELECT term, {LAST_SEQS} FROM leader FOR UPDATE"
+# Every write's first round trip (one simple query, three statements): the leader
+# row locked, so writers queue, with its term; then the last seq (fact_log.LAST_SEQ),
+# in a statement of its own: under READ COMMITTED each statement sees what was
+# committed when it began, so it sees the facts of a writer this one waited for (read
+# in the locking statement, they were those from before the wait: a seq taken twice).
+_BEGIN = f"BEGIN; SELECT term FROM leader FOR UPDATE; {LAST_SEQ}"
 _INIT_LOCK = 0x58434530  # advisory lock key while the schema is checked or made
 _REQUIRED = frozenset({"xce_schema", "facts", "snapshots", "snapshot_extra", "accounting",
                        "leader", "controllers"})
@@ -154,8 +157,11 @@ class PostgresStore(FactLog):
                         raise Deposed(f"{self.where}: deposed: this controller writes for "
                                       f"term {self.term}, the leader's term is now "
                                       f"{row[0] if row else None}")
+                    cursor.nextset()
+                    seqs = cursor.fetchone()
+                    assert seqs is not None
                     with conn.pipeline():
-                        result = work(_PgCursor(cursor), max(row[1], row[2]))
+                        result = work(_PgCursor(cursor), max(seqs[0], seqs[1]))
                         cursor.execute(f"NOTIFY {CHANNEL}")
                         cursor.execute("COMMIT")
                 return result
