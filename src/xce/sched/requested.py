@@ -67,7 +67,6 @@ def takes_spared(state: SchedulerState, job_id: int, placed: dict[int, int]) -> 
         host = hosts[index] if index < count else None
         if host is None:
             continue  # (a virtual host: after the state's hosts)
-        mine = job_id in host.requested_for
-        if (index in idle and not mine) or (host.requested_for and not mine):
+        if job_id not in host.requested_for and (index in idle or host.requested_for):
             return True
     return False
