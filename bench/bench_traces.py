@@ -24,8 +24,12 @@ the targets:
   the end of the run, busy or not);
 * peak RSS < 2 GB per run; wall seconds are shown, with no target.
 
+`--demand-after S` gives the elastic run's queue a `demand_after` of S seconds (a job
+asks for supply only once it has pended that long: docs/policy.md), to see what it
+trades; the acceptance figures are without it.
+
 Run: python bench/bench_traces.py [--traces DIR] [--only NAME] [--jobs N]
-     [--memory-gb G] [--timeout S]
+     [--memory-gb G] [--timeout S] [--demand-after S]
 """
 
 from __future__ import annotations
@@ -49,12 +53,13 @@ from xce.sim.driver import Simulator
 from xce.sim.sizing import machine_shape, sized_cluster
 from xce.sim.workload import load_workload
 from xce.tuning import settle_heap
-path, elastic = sys.argv[2], float(sys.argv[3])
+path, elastic, demand_after = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 workload = load_workload(path)
 nodes, _slots = machine_shape(workload)
 config = sized_cluster(workload, elastic=elastic, lead_time=120, idle_time=600,
                        template_max=nodes, backfill=True, reserve_depth=1)
-config = msgspec.structs.replace(config, policy=PolicyConfig(persistence=0))
+queues = tuple(msgspec.structs.replace(q, demand_after=demand_after) for q in config.queues)
+config = msgspec.structs.replace(config, policy=PolicyConfig(persistence=0), queues=queues)
 simulator = Simulator(config, workload, reasons=False)
 settle_heap()
 simulator.run()
@@ -64,10 +69,12 @@ print(json.dumps(summary))
 """
 
 
-def run_trace(path: Path, memory: int, timeout: float) -> tuple[Outcome, Outcome]:
-    """The static and the elastic run of one trace."""
-    static = run_limited(CASE, [str(path), "0"], memory, timeout)
-    elastic = run_limited(CASE, [str(path), str(ELASTIC)], memory, timeout)
+def run_trace(path: Path, memory: int, timeout: float,
+              demand_after: float) -> tuple[Outcome, Outcome]:
+    """The static and the elastic run of one trace (the elastic one's queues with
+    `demand_after`)."""
+    static = run_limited(CASE, [str(path), "0", "0"], memory, timeout)
+    elastic = run_limited(CASE, [str(path), str(ELASTIC), str(demand_after)], memory, timeout)
     return static, elastic
 
 
@@ -143,15 +150,20 @@ def main() -> None:
     parser.add_argument("--memory-gb", type=float, default=6.0,
                         help="address-space limit of each run (RLIMIT_AS), GB")
     parser.add_argument("--timeout", type=float, default=1800.0, help="wall limit per run, s")
+    parser.add_argument("--demand-after", type=float, default=0.0, metavar="S",
+                        help="the elastic run's queues' demand_after, s (docs/policy.md)")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error("--jobs: expected a whole number >= 1")
+    if args.demand_after < 0:
+        parser.error("--demand-after: expected seconds >= 0")
     paths = [p for p in sorted(args.traces.glob("*.swf.gz"))
              if not args.only or args.only in p.name]
     print(f"machine: {machine()}\n")
     memory = int(args.memory_gb * GB)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        runs = [pool.submit(run_trace, path, memory, args.timeout) for path in paths]
+        runs = [pool.submit(run_trace, path, memory, args.timeout, args.demand_after)
+                for path in paths]
         for path, run in zip(paths, runs, strict=True):
             print("\n".join(table(path.name.split(".swf")[0], *run.result())), flush=True)
 

@@ -52,6 +52,7 @@ def queue_long(queue: QueueInfo) -> list[str]:
     lines += [
         "",
         f"SCHEDULING POLICIES:  {'  '.join(policies) or '-'}",
+        *([f"DEMAND_AFTER:  {limit_text(queue.demand_after)}"] if queue.demand_after else []),
         *([f"USER_SHARES:  {share_list(queue.fairshare)}"] if queue.fairshare else []),
         "",
         f"USERS: {' '.join(queue.users) if queue.users is not None else 'all'}",

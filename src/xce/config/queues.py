@@ -13,7 +13,7 @@ from xce.model.cluster import Queue
 
 _QUEUE_KEYS = (
     "name", "priority", "hosts", "requeue_on_host_loss", "backfill", "run_limit", "max_run_limit",
-    "users", "fairshare", *PREEMPT_KEYS,
+    "demand_after", "users", "fairshare", *PREEMPT_KEYS,
 )
 
 
@@ -55,6 +55,7 @@ def read_queues(
                 preempt=tuple(name for name, _place in targets[name]),
                 preempt_action=read_action(entry), preemptable=entry.flag("preemptable", True),
                 preempt_delay=entry.number("preempt_delay", 0.0, minimum=0),
+                demand_after=entry.number("demand_after", 0.0, minimum=0),
             )
         )
     check_targets(targets, {q.name: q.preemptable for q in queues})

@@ -45,6 +45,7 @@ def _info(queue: Queue, count: list[int], limits: tuple[Limit, ...]) -> QueueInf
         backfill=queue.backfill, requeue_on_host_loss=queue.requeue_on_host_loss,
         limits=[_limit(limit) for limit in limits if _counts(limit, queue.name)],
         fairshare=None if queue.fairshare is None else list(queue.fairshare),
+        demand_after=queue.demand_after,
     )
 
 

@@ -351,6 +351,7 @@ class QueueInfo(msgspec.Struct, frozen=True):
     requeue_on_host_loss: bool = True
     limits: list[dict[str, Any]] = []
     fairshare: list[tuple[str, float]] | None = None  # its shares as written (None: none)
+    demand_after: float = 0.0  # s a job pends before it asks for supply (0: at once)
 
 
 class QueueList(msgspec.Struct, frozen=True):

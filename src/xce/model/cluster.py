@@ -65,6 +65,9 @@ class Queue(msgspec.Struct, frozen=True):
     backfill: bool = False  # its jobs may fill holes before reservations (their limit)
     run_limit: float | None = None  # s, the default limit of its jobs (None: none)
     max_run_limit: float | None = None  # s, the largest limit a job may ask for
+    # s a job must pend before it asks for supply (LSF RC_DEMAND_POLICY THRESHOLD);
+    # 0: at once (sched/demand_after.py)
+    demand_after: float = 0.0
     # Who may submit to it (LSF USERS): user names, user groups expanded at load;
     # None: everyone (`all`, the default).
     users: tuple[str, ...] | None = None

@@ -20,6 +20,7 @@ from xce.sched import placement
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import Capacity
 from xce.sched.choice import bucket_order
+from xce.sched.demand_after import YOUNG, DemandAfter
 from xce.sched.eligibility import reach
 from xce.sched.failure import Failure, Settled
 from xce.sched.first_fit import FirstFit
@@ -135,6 +136,7 @@ class CatalogPass:
             pool: TokenSupply(pool) for pool in state.countable_pools
         }
         self.budget = state.config.catalog.max_jobs_per_session
+        self.demand_after = DemandAfter(now)  # (and when its next job comes of age)
         self.evaluated = 0
         # True while each settled bucket has one outcome for all its jobs: no job was
         # placed or held at a limit on its own.
@@ -193,7 +195,10 @@ class CatalogPass:
                 # started on real capacity
                 if isinstance(outcome, Placed) or (
                     isinstance(outcome, Failure)
-                    and (outcome.kind == LIMIT or outcome.check == SERVED)
+                    and (outcome.kind == LIMIT or outcome.check == SERVED or (
+                        outcome.check == YOUNG
+                        and not self.demand_after.all_young(s.bucket, members, pos + 1, end)
+                    ))
                 ):
                     results.append((s, [job], outcome))
                     self.one_each = False
@@ -260,6 +265,8 @@ class CatalogPass:
                 self._note_limit(s, job, failure)
                 return failure
         if s.failure.check == "shared":
+            if (young := self._young(s, job)) is not None:  # (no token borrowed)
+                return young
             placed = self._on_real_hosts(s, job)
             if placed is not None:
                 return placed
@@ -275,6 +282,8 @@ class CatalogPass:
             served = self.on_real.served(bucket, job, usable)
             if served is not None:
                 return served
+        if (young := self._young(s, job)) is not None:
+            return young
         n = bucket.n
         # Supply that needs no new host first, whichever template has it: hosts opened
         # this session, then in-flight hosts, templates in the `choose` rule's order (free
@@ -306,6 +315,16 @@ class CatalogPass:
         for failed in failures:
             self._note(s, job, failed.check, failed.detail)
         return failures[0]
+
+    def _young(self, s: Settled, job: PendingJob) -> Failure | None:
+        """Why a job asks for no supply yet (its queue's `demand_after`): None when it
+        has pended long enough, or hosts that joined for it are its own already."""
+        if not s.bucket.queue.demand_after:
+            return None
+        young = self.demand_after.young(self.state, s.bucket, job)
+        if young is not None:
+            self._note(s, job, young.check, young.detail)
+        return young
 
     def _usable_templates(self, s: Settled, job: PendingJob) -> list[TemplateSupply]:
         """The templates whose hosts could ever take the bucket's jobs; the others are

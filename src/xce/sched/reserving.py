@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from xce.model.result import Reservation
 from xce.sched.buckets import Bucket, PendingJob
+from xce.sched.demand_after import is_young
 from xce.sched.earliest import earliest_start
 from xce.sched.failure import Failure, Settled
 from xce.sched.holds import JoinedHold
@@ -82,6 +83,8 @@ def hold(real: RealPass, bucket: Bucket, job: PendingJob, failure: Failure) -> b
     blocked jobs (sched/holds.py); False: it holds none. Its bucket goes on (the
     catalog pass places the rest of it)."""
     assert real.holds is not None
+    if is_young(real.state, bucket, job, real.now):
+        return False  # (it asks for no supply yet: nothing to hold hosts for)
     plan = real.ensure_plan()
     hold = real.holds.hold(bucket, job.id, plan) or hold_on_real(real.holds, bucket, job.id, plan)
     if hold is None:

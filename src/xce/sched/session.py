@@ -75,6 +75,7 @@ def _session(
     planned = list(real.reservations)  # and, with pend reasons, the holds on supply
     found = Demand()  # nothing provisionable, or nothing that would help
     evaluated = 0
+    comes_of_age = math.inf  # a job held back by its queue's demand_after
     if reasons or state.ranked or state.countable_pools:
         catalog = CatalogPass(
             state, cap, real.evaluator, trace if reasons else None, now, real.holds,
@@ -82,6 +83,7 @@ def _session(
         )
         outcomes = catalog.run(settled + victims if victims else settled)
         found, evaluated = demand(catalog), catalog.evaluated
+        comes_of_age = catalog.demand_after.due
         if reasons:
             pending = pend_groups(
                 catalog, [o for o in outcomes if o[0] not in victims] if victims else outcomes
@@ -98,11 +100,12 @@ def _session(
     # Hosts the plan holds for a job are not idle (sched/holds.py).
     booked = real.plan.booked if real.plan is not None and state.idle_provisioned else None
     idle = idle_supply(state, now, real.dispatch, cap, booked)
-    # The only timers of a session: idle supply reaching its idle time. A planned end
+    # The only timers of a session: idle supply reaching its idle time, and a job
+    # reaching its queue's demand_after (sched/demand_after.py). A planned end
     # or a reservation's start is no timer: a job reaching its limit ends (an event)
     # where limits are enforced, and one running past it is re-planned at the next
     # event's session, as the reference EASY does (sessions at submit and end).
-    due = min(idle_due(state, now, real.dispatch), orphans_due)
+    due = min(idle_due(state, now, real.dispatch), orphans_due, comes_of_age)
     ended = timer() if timer is not None else 0.0
     stats = SessionStats(
         pending=len(state.pending) + len(state.held) + len(state.waiting)

@@ -1,0 +1,69 @@
+"""A queue's `demand_after` (LSF's `RC_DEMAND_POLICY = THRESHOLD[[1, minutes]]`): a
+job of the queue asks for no supply (new hosts, hosts in flight, borrowed tokens)
+until it has pended that long; until then it waits for the capacity there is
+(docs/policy.md, "demand_after"). Supply already requested for the job (a hold) stays
+its own (and a job holds no free provisioned hosts for supply it does not ask for).
+The session falls due again when the first such job comes of age
+(`SessionResult.next_due`), so no driver keeps a timer of its own."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final
+
+from xce.sched.buckets import Bucket, PendingJob
+from xce.sched.failure import Failure
+from xce.sched.reasons import RESOURCE, span
+from xce.sched.state import SchedulerState
+
+# The catalog check of a job that has not pended its queue's `demand_after` yet.
+YOUNG: Final = "demand_after"
+
+
+def is_young(state: SchedulerState, bucket: Bucket, job: PendingJob, now: float) -> bool:
+    """Whether `job` (of `bucket`) has pended less than its queue's `demand_after`,
+    and no host joined for it: it asks for no supply, nor holds free provisioned hosts
+    for supply to come (sched/holds.py)."""
+    after = bucket.queue.demand_after
+    return bool(after) and job.spec.submit + after > now and job.id not in state.requested_for
+
+
+class DemandAfter:
+    """The `demand_after` check of one catalog pass, and when it next changes."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+        self.due = math.inf  # when the first job held back here comes of age
+        self._failures: dict[str, Failure] = {}  # queue -> its jobs' reason
+
+    def young(self, state: SchedulerState, bucket: Bucket, job: PendingJob) -> Failure | None:
+        """Why `job` asks for no supply yet; None once it may (`is_young`)."""
+        if not is_young(state, bucket, job, self.now):
+            return None
+        after = bucket.queue.demand_after
+        self.due = min(self.due, job.spec.submit + after)
+        queue = bucket.queue.name
+        failure = self._failures.get(queue)
+        if failure is None:
+            failure = self._failures[queue] = Failure(
+                RESOURCE, YOUNG,
+                f"Pending less than queue {queue}'s demand_after ({span(after)}): "
+                "no supply requested yet",
+            )
+        return failure
+
+    def all_young(self, bucket: Bucket, jobs: Sequence[PendingJob], start: int,
+                  stop: int) -> bool:
+        """Whether every job of `jobs[start:stop]` (those after a young one in its
+        bucket) is young too, so they pend with it: in submit order they are, but a
+        job moved up (`btop`) or of a higher user priority may come before older
+        ones. Their ages count toward `due`."""
+        after = bucket.queue.demand_after
+        oldest = math.inf
+        for index in range(start, stop):
+            oldest = min(oldest, jobs[index].spec.submit)
+        if oldest + after <= self.now:
+            return False
+        self.due = min(self.due, oldest + after)
+        return True
