@@ -20,7 +20,7 @@ from xce.sched import placement
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import Capacity
 from xce.sched.choice import bucket_order
-from xce.sched.demand_after import YOUNG, DemandAfter
+from xce.sched.demand_after import DemandAfter
 from xce.sched.eligibility import reach
 from xce.sched.failure import Failure, Settled
 from xce.sched.first_fit import FirstFit
@@ -77,6 +77,15 @@ class StaticFit:
         self.why_not = _no_template(bucket, verdicts)
         self.traced_job = -1  # the job the trace entries name
         self.entries: list[TraceEntry] = []
+
+    def entries_of(self, job: int) -> list[TraceEntry]:
+        """The trace entries of `notes`, naming `job`. They are kept with the job they
+        name: the next session that tries the same job first shares them (they are
+        immutable)."""
+        if self.traced_job != job:
+            self.traced_job = job
+            self.entries = [TraceEntry(job, "catalog", c, detail) for c, detail in self.notes]
+        return self.entries
 
 
 def _no_template(bucket: Bucket, verdicts: list[Failure | None]) -> Failure | None:
@@ -194,11 +203,10 @@ class CatalogPass:
                 # Placed, or held for this job only: at its user's or queue's limit, or
                 # started on real capacity
                 if isinstance(outcome, Placed) or (
-                    isinstance(outcome, Failure)
-                    and (outcome.kind == LIMIT or outcome.check == SERVED or (
-                        outcome.check == YOUNG
-                        and not self.demand_after.all_young(s.bucket, members, pos + 1, end)
-                    ))
+                    isinstance(outcome, Failure) and (
+                        outcome.kind == LIMIT or outcome.check == SERVED
+                        or self.demand_after.alone(outcome, s.bucket, members, pos + 1, end)
+                    )
                 ):
                     results.append((s, [job], outcome))
                     self.one_each = False
@@ -317,10 +325,7 @@ class CatalogPass:
         return failures[0]
 
     def _young(self, s: Settled, job: PendingJob) -> Failure | None:
-        """Why a job asks for no supply yet (its queue's `demand_after`): None when it
-        has pended long enough, or hosts that joined for it are its own already."""
-        if not s.bucket.queue.demand_after:
-            return None
+        """Why a job asks for no supply yet (sched/demand_after.py), traced."""
         young = self.demand_after.young(self.state, s.bucket, job)
         if young is not None:
             self._note(s, job, young.check, young.detail)
@@ -336,18 +341,11 @@ class CatalogPass:
         return [templates[at] for at in fit.usable_at]
 
     def _note_static(self, s: Settled, job: PendingJob, fit: StaticFit) -> None:
-        """Trace the templates that can never take the bucket's jobs. The entries are
-        kept with the job they name: the next session that tries the same job first
-        shares them (they are immutable)."""
+        """Trace the templates that can never take the bucket's jobs."""
         trace = self.trace
         assert trace is not None
-        if fit.traced_job != job.id:
-            fit.traced_job = job.id
-            fit.entries = [
-                TraceEntry(job.id, "catalog", check, detail) for check, detail in fit.notes
-            ]
         start = len(trace)
-        trace.extend(fit.entries)
+        trace.extend(fit.entries_of(job.id))
         self._traced(s.bucket, start, len(trace))
 
     def _fits(self, bucket: Bucket) -> StaticFit:

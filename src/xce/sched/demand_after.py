@@ -53,17 +53,20 @@ class DemandAfter:
             )
         return failure
 
-    def all_young(self, bucket: Bucket, jobs: Sequence[PendingJob], start: int,
-                  stop: int) -> bool:
-        """Whether every job of `jobs[start:stop]` (those after a young one in its
-        bucket) is young too, so they pend with it: in submit order they are, but a
-        job moved up (`btop`) or of a higher user priority may come before older
-        ones. Their ages count toward `due`."""
+    def alone(self, outcome: Failure, bucket: Bucket, jobs: Sequence[PendingJob], start: int,
+              stop: int) -> bool:
+        """Whether the catalog pass's `outcome` for a job is this check's, for that job
+        alone: the jobs after it in its bucket (`jobs[start:stop]`) are not all young.
+        In submit order they are, and pend with it; but a job moved up (`btop`) or of
+        a higher user priority may come before older ones. Their ages count toward
+        `due`."""
+        if outcome.check != YOUNG:
+            return False
         after = bucket.queue.demand_after
         oldest = math.inf
         for index in range(start, stop):
             oldest = min(oldest, jobs[index].spec.submit)
         if oldest + after <= self.now:
-            return False
+            return True
         self.due = min(self.due, oldest + after)
-        return True
+        return False
