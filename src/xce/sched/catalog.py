@@ -145,7 +145,7 @@ class CatalogPass:
             pool: TokenSupply(pool) for pool in state.countable_pools
         }
         self.budget = state.config.catalog.max_jobs_per_session
-        self.demand_after = DemandAfter(now)  # (and when its next job comes of age)
+        self.demand_after = DemandAfter(state, now)  # (and when its next job comes of age)
         self.evaluated = 0
         # True while each settled bucket has one outcome for all its jobs: no job was
         # placed or held at a limit on its own.
@@ -326,7 +326,7 @@ class CatalogPass:
 
     def _young(self, s: Settled, job: PendingJob) -> Failure | None:
         """Why a job asks for no supply yet (sched/demand_after.py), traced."""
-        young = self.demand_after.young(self.state, s.bucket, job)
+        young = self.demand_after.young(s.bucket, job)
         if young is not None:
             self._note(s, job, young.check, young.detail)
         return young

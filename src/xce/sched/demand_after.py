@@ -32,14 +32,15 @@ def is_young(state: SchedulerState, bucket: Bucket, job: PendingJob, now: float)
 class DemandAfter:
     """The `demand_after` check of one catalog pass, and when it next changes."""
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, state: SchedulerState, now: float) -> None:
+        self.state = state
         self.now = now
         self.due = math.inf  # when the first job held back here comes of age
         self._failures: dict[str, Failure] = {}  # queue -> its jobs' reason
 
-    def young(self, state: SchedulerState, bucket: Bucket, job: PendingJob) -> Failure | None:
+    def young(self, bucket: Bucket, job: PendingJob) -> Failure | None:
         """Why `job` asks for no supply yet; None once it may (`is_young`)."""
-        if not is_young(state, bucket, job, self.now):
+        if not is_young(self.state, bucket, job, self.now):
             return None
         after = bucket.queue.demand_after
         self.due = min(self.due, job.spec.submit + after)
@@ -62,11 +63,9 @@ class DemandAfter:
         `due`."""
         if outcome.check != YOUNG:
             return False
-        after = bucket.queue.demand_after
-        oldest = math.inf
-        for index in range(start, stop):
-            oldest = min(oldest, jobs[index].spec.submit)
-        if oldest + after <= self.now:
+        rest = jobs[start:stop]
+        if not all(is_young(self.state, bucket, job, self.now) for job in rest):
             return True
-        self.due = min(self.due, oldest + after)
+        after = bucket.queue.demand_after
+        self.due = min([self.due, *(job.spec.submit + after for job in rest)])
         return False
