@@ -47,7 +47,7 @@ def scenario(*jobs: str) -> str:
 
 
 def hold_of(s: Any, job: int) -> dict[str, Any] | None:
-    found = [r for r in s.json["reservations"] if r["job"] == job]
+    found = [r for r in s.json.get("holds", []) if r["job"] == job]
     assert len(found) <= 1
     return found[0] if found else None
 
@@ -177,6 +177,63 @@ def test_nothing_is_bought_for_a_job_real_capacity_serves_first(session):
     assert s.demand["hosts"] == [
         {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [11]}
     ]
+
+
+def test_nothing_is_bought_for_a_job_whose_reservation_starts_first(session):
+    # With reserve_depth 1 the real pass gives job 10 its reservation: n01 at 1200.
+    # That is before a new host could join (1300), so it asks for nothing and holds
+    # nothing more; job 11 (n01 taken until 1800, n02 busy until 5000) gets a host.
+    s = session(LATE.replace("cluster:\n", "cluster:\n  reserve_depth: 1\n") + """
+  - {id: 10, n: 4, submit: 10, run_limit: 600}
+  - {id: 11, n: 4, submit: 20, run_limit: 600}
+""")
+    assert s.reason(10) == (
+        "Expected to start at 1200 (in 3 min) on n01 (4 slots), no later than "
+        "new hosts could join: nothing requested"
+    )
+    assert s.json["reservations"] == [
+        {"job": 10, "start": 1200.0, "hosts": {"n01": 4}, "end": 1800.0}
+    ]
+    assert s.demand["hosts"] == [
+        {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [11]}
+    ]
+    assert [hold["job"] for hold in s.json["holds"]] == [11]
+
+
+def test_nothing_is_bought_for_a_job_a_dispatch_of_this_session_makes_room_for(session):
+    # Job 9 starts now on the only host, n01, until 1100 (its limit): job 10 fits
+    # there from 1100, before a new host could join (1300). No host is bought.
+    s = session("""
+now: 1000
+cluster:
+  hosts: [{name: n01, slots: 4}]
+  queues: [{name: normal, backfill: true}]
+  catalog:
+    templates:
+      - {name: burst, provider: cloud, slots: 4, max: 10, expected_lead_time: 300}
+jobs:
+  - {id: 9, n: 4, submit: 5, run_limit: 100}
+  - {id: 10, n: 4, submit: 10, run_limit: 50}
+""")
+    assert s.dispatched == {9: {"n01": 4}}
+    assert s.reason(10) == (
+        "Expected to start at 1100 (in 2 min) on n01 (4 slots), no later than "
+        "new hosts could join: nothing requested"
+    )
+    assert s.demand["hosts"] == []
+
+
+def test_a_host_in_flight_that_comes_before_real_capacity_is_used(session):
+    # n01 frees at 1100; a new host would join at 1300, but the one in flight since
+    # 750 is expected at 750 + 300 = 1050: job 10 takes it (nothing new, no surplus).
+    s = session(LATE.replace("run_limit: 1200", "run_limit: 1100").replace(
+        "jobs:\n", "supply: {in_flight: {burst: 1}, requested: {burst: [750]}}\njobs:\n"
+    ) + "  - {id: 10, n: 4, submit: 10, run_limit: 100}\n")
+    assert s.demand["hosts"] == [
+        {"template": "burst", "count": 0, "in_flight_used": 1, "jobs": [10]}
+    ]
+    assert "surplus" not in s.demand
+    assert [(h["job"], h["start"]) for h in s.json["holds"]] == [(10, 1050.0)]
 
 
 def test_without_run_limits_every_blocked_job_gets_its_demand(session):

@@ -707,17 +707,23 @@ JSON_EXPECTED = {
 def test_session_result_json_has_the_formats_md_shape(run):
     obj = run(JSON_SCENARIO)
     assert list(obj) == [
-        "now", "dispatch", "pending", "demand", "idle", "reservations", "next_due", "stats"
-    ], "the session result has exactly the top-level keys of FORMATS.md, then next_due"
-    assert obj["reservations"] == [
+        "now", "dispatch", "pending", "demand", "idle", "reservations", "preemptions",
+        "holds", "next_due", "stats",
+    ], "the session result has the top-level keys of FORMATS.md, with XCE's before stats"
+    assert obj["reservations"] == [], "empty without reserve_depth (FORMATS.md)"
+    assert obj["preemptions"] == [], "no queue preempts"
+    assert obj["holds"] == [
         {"job": 2, "start": 1300.0, "hosts": {"big:virtual": 8}, "virtual": True},
         {"job": 3, "start": 1300.0, "hosts": {"big:virtual": 8}, "virtual": True},
     ], (
-        "no reservation on real capacity without reserve_depth; the jobs placed on new "
-        "hosts of big hold them from now + the default expected_lead_time of 300 s"
+        "the jobs placed on new hosts of big hold them from now + the default "
+        "expected_lead_time of 300 s (ARCHITECTURE.md 2a, Elastic)"
     )
     assert obj["next_due"] is None, "c1 is idle already and nothing else falls due"
-    shown = {k: v for k, v in obj.items() if k not in ("stats", "reservations", "next_due")}
+    shown = {
+        k: v for k, v in obj.items()
+        if k not in ("stats", "reservations", "preemptions", "holds", "next_due")
+    }
     assert shown == JSON_EXPECTED, (
         "job 1 takes h (8 free > 4 on c1); the 8-slot single-host jobs fit neither h (7 "
         "left) nor c1 nor template small, so they demand 2 hosts of big; c1 stays idle "
@@ -758,13 +764,15 @@ def test_cli_session_json_prints_exactly_the_session_result(tmp_path, run):
     assert out.exit_code == 0, out.output
     printed = json.loads(out.output)  # one JSON object and nothing else
     shown = {
-        k: v for k, v in printed.items() if k not in ("stats", "reservations", "next_due")
+        k: v for k, v in printed.items()
+        if k not in ("stats", "reservations", "preemptions", "holds", "next_due")
     }
     assert shown == JSON_EXPECTED, (
         "`xce sched session FILE --json` prints the session result of FORMATS.md"
     )
-    assert [r["job"] for r in printed["reservations"]] == [2, 3]  # held on new hosts
-    assert all(r["virtual"] for r in printed["reservations"]) and printed["next_due"] is None
+    assert printed["reservations"] == [] and printed["preemptions"] == []
+    assert [r["job"] for r in printed["holds"]] == [2, 3]  # held on new hosts
+    assert all(r["virtual"] for r in printed["holds"]) and printed["next_due"] is None
     assert set(printed["stats"]) >= {"pending", "real_pass_ms", "catalog_pass_ms", "end_ms"}
 
 

@@ -256,19 +256,25 @@ class SessionResult(msgspec.Struct, dict=True):
             yield job, reason
 
     def to_json_obj(self) -> dict[str, Any]:
-        """The session result exactly as FORMATS.md specifies it."""
+        """The session result exactly as FORMATS.md specifies it: `reservations` the
+        reservations of `reserve_depth` (empty without it), and the holds on supply
+        being obtained (`virtual`, ARCHITECTURE.md 2a "Elastic") under `holds`, when
+        there are any."""
+        holds = [reservation_json(r) for r in self.reservations if r.virtual]
         return {
             "now": number(self.now),
             "dispatch": [{"job": d.job, "hosts": d.hosts} for d in self.dispatch],
             "pending": [{"job": j, "reason": r} for j, r in self.pending_in_order()],
             "demand": demand_json(self.demand),
             "idle": idle_json(self.idle),
-            "reservations": [reservation_json(r) for r in self.reservations],
+            "reservations": [reservation_json(r) for r in self.reservations if not r.virtual],
+            "preemptions": [
+                {"job": p.job, "by": p.by, "action": p.action} for p in self.preemptions
+            ],
+            # (XCE's own keys, after FORMATS.md's)
+            **({"holds": holds} if holds else {}),
             "next_due": None if math.isinf(self.next_due) else number(self.next_due),
             **({"orphans": self.orphans} if self.orphans else {}),
-            **({"preemptions": [
-                {"job": p.job, "by": p.by, "action": p.action} for p in self.preemptions
-            ]} if self.preemptions else {}),
             **({"resumes": self.resumes} if self.resumes else {}),
             "stats": {
                 "pending": self.stats.pending,

@@ -117,13 +117,12 @@ class CatalogPass:
         planner: Callable[[], Plan] | None = None,
     ) -> None:
         """`holds`: the real pass's holds on joined hosts; `planner`: its plan (made
-        when first asked), to tell when real capacity would serve a job."""
+        when first asked), to tell when real capacity would serve a job (None: no
+        job has a planned end, so none would)."""
         self.state = state
         self.now = now
         self.holds = holds
-        self.on_real = (  # (no planned end: no earlier start)
-            ServedOnReal(state, planner, now) if planner is not None and state.ends else None
-        )
+        self.on_real = ServedOnReal(state, planner, now) if planner is not None else None
         self.cap = cap
         self.evaluator = evaluator
         self.trace = trace

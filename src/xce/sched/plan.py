@@ -143,6 +143,7 @@ class Plan:
         self.changes: list[tuple[float, int, int, dict[int, int], Use]]
         self.changes = []
         self.bookings: list[Booking] = []
+        self.of_job: dict[int, Booking] = {}  # the bookings by job
         self._seq = 0
         self._scratch: Capacity | None = None  # the capacity searches place on
         # The last search's start, hosts, slots freed by then, and where known (-1:
@@ -168,14 +169,11 @@ class Plan:
         # took the first by name), -1 if not known. The capacity only falls, so it
         # holds all session (sched/quiet.py carries it to the next one).
         self.past = -1
-        # The free slots of the eligible hosts just before the start the last search
-        # found (sched/quiet.py: how many more must free by then to move it sooner).
-        self.before = 0
+        self.before = 0  # free eligible slots before the last search's start (quiet.py)
         # held_slots' last count: for whose hosts, at which capacity version and
-        # number of changes, and the count.
+        # number of changes, and the count; and, counted as the claims are made, for
+        # jobs that may use every open host (the count -1: not made yet).
         self._held: tuple[object, int, int, int] | None = None
-        # ... and, counted as the claims are made, for jobs that may use every open host
-        # (the count -1: not made yet)
         self._held_all: tuple[int, int, int] | None = None
 
     # ------------------------------------------------------------------ updates
@@ -263,6 +261,7 @@ class Plan:
         self.past = -1
         booking = Booking(len(self.bookings), job, start, hosts)
         self.bookings.append(booking)
+        self.of_job[job] = booking
         self._change(start, -1, hosts, use)
         if end != math.inf:
             self._change(end, +1, hosts, use)

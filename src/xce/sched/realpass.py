@@ -7,6 +7,7 @@ jobs at once: capacity and limits only shrink within a session.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop, heapreplace
 from itertools import product
@@ -400,6 +401,7 @@ class RealPass:
         # Holds on hosts that joined for blocked jobs (sched/holds.py): with templates.
         self.holds = ElasticHolds(state, cap, now) if state.ranked else None
         self._planning = bool(self.depth) or self.holds is not None
+        self.ends_planned = False  # a dispatch of this session has a planned end
         # Dispatches before the plan was made: (hosts, what they take of them, limit).
         self._released: list[tuple[dict[int, int], Use, float]] = []
         # Buckets whose next jobs fail now (a twin reserved), by id: each may still
@@ -663,6 +665,8 @@ class RealPass:
         if self._planning:
             plan = self.plan
             held = self.cap.whole_hosts(hosts) if bucket.exclusive else hosts
+            if bucket.limit != math.inf:
+                self.ends_planned = True
             if plan is None:
                 self._released.append((held, bucket.use, bucket.limit))
             else:

@@ -79,7 +79,8 @@ def _session(
     if reasons or state.ranked or state.countable_pools:
         catalog = CatalogPass(
             state, cap, real.evaluator, trace if reasons else None, now, real.holds,
-            real.ensure_plan,
+            # (no planned end, before this session or of its dispatches: no earlier start)
+            real.ensure_plan if state.ends or real.ends_planned else None,
         )
         outcomes = catalog.run(settled + victims if victims else settled)
         found, evaluated = demand(catalog), catalog.evaluated
