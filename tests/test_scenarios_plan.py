@@ -254,6 +254,28 @@ def test_the_queue_default_limit_decides_whether_a_job_backfills(
     }
 
 
+def test_a_queue_maximum_alone_is_the_limit_of_jobs_without_one(session):
+    # LSF's RUNLIMIT with one value is the hard limit of every job: job 1 runs
+    # without a limit of its own in a queue with only max_run_limit 2000, so it is
+    # planned to end at 2000 (not never), and job 10 gets its reservation at 3000.
+    s = session(f"""
+        now: 1000
+        cluster:
+          reserve_depth: 1
+{HOSTS_2}
+          queues:
+            - {{name: normal, backfill: true, max_run_limit: 2000}}
+        jobs:
+          - {{id: 1, n: 4, state: RUN, hosts: {{n01: 4}}, start: 0}}
+          - {{id: 2, n: 4, state: RUN, hosts: {{n02: 4}}, start: 0, run_limit: 1000}}
+          - {{id: 10, n: 8, submit: 10, run_limit: 1000}}
+    """)
+    assert reservations(s.json) == [(10, 2000.0, {"n01": 4, "n02": 4})]
+    assert s.reasons == {
+        10: "Reserved: expected to start at 2000 (in 17 min) on n01 n02 (4 slots each)",
+    }
+
+
 def test_a_running_job_without_its_own_limit_ends_at_its_queue_default(session):
     s = session("""
         now: 1000
