@@ -557,9 +557,24 @@ def test_shared_pools() -> None:
     }
 
 
-def test_shared_key_must_be_a_declared_resource() -> None:
-    assert error_of("shared:\n  lic: {total: 1}\n") == (
-        "cluster.yaml:8: shared.lic: unknown resource 'lic'"
+def test_shared_key_not_declared_declares_a_shared_consumable() -> None:
+    # FORMATS.md's example lists `hspice` under shared: and countables: only.
+    config = config_of(
+        "shared:\n  lic:\n    - {pool: site, total: 2}\n"
+        "catalog:\n  countables:\n    - {resource: lic, pool: site, max_borrow: 3}\n"
+    )
+    assert config.resources["lic"] == ResourceDef("lic", "numeric", consumable=True, shared=True)
+    assert config.shared["lic"] == (SharedPool("lic", "site", 2, None),)
+    assert config.catalog.countables[0].resource == "lic"
+
+
+def test_shared_key_must_be_a_resource_name() -> None:
+    assert error_of("shared:\n  9lic: {total: 1}\n") == (
+        "cluster.yaml:8: shared.9lic: invalid resource name '9lic': use letters, digits "
+        "and '_', not starting with a digit"
+    )
+    assert error_of("shared:\n  slots: {total: 1}\n") == (
+        "cluster.yaml:8: shared.slots: 'slots' is a builtin resource and cannot be declared"
     )
 
 

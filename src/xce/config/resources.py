@@ -20,18 +20,26 @@ def read_resources(value: object, place: Place) -> dict[str, ResourceDef]:
     section = MapReader(value, place)
     resources: dict[str, ResourceDef] = {}
     for name, _, _ in section.items():
-        name_place = section.key_place(name)
-        if not isinstance(name, str):
-            name_place.fail(f"a resource name must be a string, got {describe(name)}")
-        if name in BUILTIN_RESOURCES:
-            name_place.fail(f"{name!r} is a builtin resource and cannot be declared")
-        if not _NAME.match(name):
-            name_place.fail(
-                f"invalid resource name {name!r}: use letters, digits and '_', "
-                "not starting with a digit"
-            )
-        resources[name] = _read_resource(name, section.get(name), section.value_place(name))
+        checked = resource_name(name, section.key_place(name))
+        resources[checked] = _read_resource(
+            checked, section.get(checked), section.value_place(checked)
+        )
     return resources
+
+
+def resource_name(name: object, place: Place) -> str:
+    """A name that may be declared as a resource (`resources:`, or a pool of `shared:`
+    that declares its resource)."""
+    if not isinstance(name, str):
+        place.fail(f"a resource name must be a string, got {describe(name)}")
+    if name in BUILTIN_RESOURCES:
+        place.fail(f"{name!r} is a builtin resource and cannot be declared")
+    if not _NAME.match(name):
+        place.fail(
+            f"invalid resource name {name!r}: use letters, digits and '_', "
+            "not starting with a digit"
+        )
+    return name
 
 
 def _read_resource(name: str, value: object, place: Place) -> ResourceDef:

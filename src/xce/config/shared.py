@@ -6,6 +6,7 @@ from collections.abc import Collection, Mapping
 
 from xce.config.fields import MapReader, Place, as_entries, describe
 from xce.config.host_patterns import NO_GROUPS, read_entry_hosts
+from xce.config.resources import resource_name
 from xce.model.cluster import ResourceDef, SharedPool
 
 DEFAULT_POOL = "default"
@@ -24,7 +25,9 @@ def read_shared(
 
     `vcs: {total: 10}` is one pool "default" reachable from every host; a list gives
     named pools with host lists. A declared shared resource not listed here gets one
-    empty pool "default". Resources come in declaration order, pools in config order.
+    empty pool "default"; a name listed here but not under `resources:` is declared
+    by it, as a shared numeric consumable (added to `resources`, as FORMATS.md's
+    `hspice`). Resources come in declaration order, pools in config order.
     """
     given: dict[str, tuple[SharedPool, ...]] = {}
     if value is not None:
@@ -32,7 +35,10 @@ def read_shared(
         for name, pools, pools_place in section.items():
             definition = resources.get(name) if isinstance(name, str) else None
             if definition is None:
-                section.key_place(name).fail(f"unknown resource {name!r}")
+                declared = resource_name(name, section.key_place(name))
+                definition = resources[declared] = ResourceDef(
+                    name=declared, consumable=True, shared=True
+                )
             if not definition.shared:
                 section.key_place(name).fail(f"resource {definition.name!r} is not shared")
             given[definition.name] = _read_pools(
