@@ -71,9 +71,10 @@ def info(job: int, state: str, array: int = 0, index: int = 0, name: str = "swee
 def test_elements_show_as_id_index_and_arrays_as_one_line_by_state() -> None:
     jobs = [info(1046, "DONE", 1045, 1), info(1047, "RUN", 1045, 2),
             info(1048, "PEND", 1045, 3), info(1050, "EXIT", 1045, 5),
-            info(1051, "PSUSP", 1045, 6), info(7, "RUN", name="post")]
+            info(1051, "PSUSP", 1045, 6), info(1052, "USUSP", 1045, 7),
+            info(7, "RUN", name="post")]
     assert (shown_id(jobs[1]), shown_name(jobs[1])) == ("1045[2]", "sweep[2]")
     assert (shown_id(jobs[-1]), shown_name(jobs[-1])) == ("7", "post")
     assert array_rows(jobs) == [
-        ["1045", "sweep[1-3,5-6]", "alice", "5", "1", "1", "1", "1", "0", "0", "1"]
+        ["1045", "sweep[1-3,5-7]", "alice", "6", "1", "1", "1", "1", "0", "1", "1"]
     ], "JOBID ARRAY_SPEC OWNER NJOBS PEND DONE RUN EXIT SSUSP USUSP PSUSP, as bjobs -A"

@@ -188,6 +188,16 @@ def test_hosts_table_like_bhosts() -> None:
     ]
 
 
+def test_a_suspended_job_counts_in_njobs_not_in_run() -> None:
+    # A preemptor (2 slots) runs where its victim (4 slots, USUSP) is suspended.
+    host = HostInfo(name="n01", state="ok", slots=4, used=6, type="X86_64", model="",
+                    resources={}, jobs=[1, 2], suspended=4)
+    assert hosts_lines([host]) == [
+        "HOST_NAME  STATUS  MAX  NJOBS  RUN",
+        "n01        ok        4      6    2",
+    ], "as bhosts: NJOBS counts the suspended job's slots, RUN only the running job's"
+
+
 def test_host_long() -> None:
     assert host_long(HOSTS[0]) == [
         "HOST  n01",

@@ -82,3 +82,14 @@ def test_what_could_run_is_accepted_and_runs(cluster: LiveCluster) -> None:
     runs = max(j["id"] for j in cluster.jobs())
     assert runs == waiting + 1
     cluster.wait_state(runs, "DONE", timeout=30)
+
+
+def test_several_r_options_are_joined_as_lsf_does(cluster: LiveCluster) -> None:
+    done = cluster.xce("submit", "-n", "2", "-R", "rusage[mem=3000]", "-R", "span[hosts=1]",
+                       "--", "true")
+    assert done.returncode == 0, done
+    job = cluster.job(max(j["id"] for j in cluster.jobs()))
+    assert job["res"] == "rusage[mem=3000] span[hosts=1]", job
+    both = cluster.xce("submit", "-R", "select[mem>1]", "-R", "select[mem>2]", "--", "true")
+    assert (both.returncode, both.stdout) == (1, ""), both
+    assert "select" in both.stderr, "two select[] sections: the joined string is refused"

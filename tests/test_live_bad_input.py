@@ -206,6 +206,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
         cluster.ok("POST", "/jobs/2/kill")
         revoked = cluster.run("token", "revoke", "--state", str(cluster.state), "--name", "carol")
         assert revoked.stdout.strip() == "1 token(s) revoked."
+        again = cluster.run("token", "revoke", "--state", str(cluster.state), "--name", "carol",
+                            check=False)
+        assert (again.returncode, again.stdout, again.stderr.strip()) == (
+            1, "", "Error: no token of 'carol': nothing revoked"
+        ), "a name with no token (misspelt, or revoked already) is no revocation"
         # Pend reasons are those of a session (the comparisons need them settled).
         wait_for(lambda: cluster.job(1)["pend_kind"] not in ("", "new"), 10, "a session")
         yield cluster

@@ -70,6 +70,10 @@ def test_stop_resume_and_kill_a_running_job(cluster: LiveCluster) -> None:
     assert (done.returncode, done.stdout) == (0, f"Job <{job}> is being stopped\n")
     wait_for(lambda: state_of(pid) == "T", 10, "the job's process to be stopped")
     assert stat_column(cluster, job) == "USUSP"
+    host = cluster.job(job)["exec_hosts"]
+    assert [(cluster.host(name)["used"], cluster.host(name)["suspended"]) for name in host] == [
+        (1, 1)
+    ], "as bhosts: its slot counts in NJOBS (used), not in RUN (used - suspended)"
     long = cluster.xce("jobs", "-l", str(job)).stdout
     assert re.search(rf"Status <USUSP>.*\n.*Suspended by the user or administrator <{ME}>;",
                      long, re.S), long

@@ -28,6 +28,7 @@ from xce.model.events import JobFinished, JobRequeued
 from xce.model.recording import Recorder, read_recording
 from xce.policy import DecommissionHost, DrainHost, RequestHosts, SetAllowance
 from xce.sim.driver import Simulator
+from xce.sim.jobs import with_memory
 from xce.sim.sizing import sized_cluster
 from xce.sim.workload import Workload, load_workload, transform
 
@@ -865,6 +866,21 @@ def test_cli_sim_run_bad_reserve_depth_is_one_line(tmp_path, value):
     )
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--first", "-3"], "Invalid value for '--first': -3 is not in the range x>=0."),
+    (["--load", "0"], "Invalid value for '--load': 0.0 is not in the range 0<x<=1000000.0."),
+    (["--load", "nan"], "Invalid value for '--load': load must be a finite number > 0, got nan"),
+    (["--elastic", "1.5"], "Invalid value for '--elastic': 1.5 is not in the range 0<=x<=1."),
+    (["--elastic", "-0.5"], "Invalid value for '--elastic': -0.5 is not in the range 0<=x<=1."),
+])
+def test_cli_sim_run_bad_workload_options_are_usage_errors(tmp_path, args, message):
+    path = tmp_path / "jobs.yaml"
+    path.write_text("jobs:\n  - {id: 1, submit: 0, run: 10, n: 1}\n")
+    result = CliRunner().invoke(main, ["sim", "run", "--workload", str(path), *args, "--json"])
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines()[-1] == f"Error: {message}"
+
+
 @pytest.mark.parametrize(
     "path", [p for p in TRACE_FILES if p.name.startswith(("HPC2N", "SDSC"))],
     ids=lambda p: p.name.split("-")[0],
@@ -888,3 +904,66 @@ def test_elastic_easy_without_pend_reasons_decides_the_same(path: Path) -> None:
     assert a == b
     assert runs[0].metrics.started == runs[1].metrics.started
     assert a["hosts_joined"] > 0 and a["jobs_backfilled"] > 0
+
+
+SWF_WITH_MEMORY = (
+    "; MaxProcs: 8\n"
+    "1 0 -1 100 4 -1 -1 4 200 3072000 1 1 -1 -1 1 -1 -1 -1\n"  # 3000 MB per processor
+    "2 10 -1 100 2 -1 -1 2 200 1024000 1 1 -1 -1 1 -1 -1 -1\n"  # 1000 MB per processor
+)
+MEMORY_CLUSTER = """\
+cluster: m
+resources:
+  mem: {type: numeric, consumable: true}
+hosts:
+  - {name: "n[1-2]", slots: 4, resources: {mem: 4000}}
+queues:
+  - {name: normal, priority: 30}
+"""
+
+
+def test_swf_requested_memory_is_asked_for_where_the_cluster_counts_mem(tmp_path):
+    (tmp_path / "m.swf").write_text(SWF_WITH_MEMORY)
+    (tmp_path / "c.yaml").write_text(MEMORY_CLUSTER)
+    (tmp_path / "plain.yaml").write_text(MEMORY_CLUSTER.replace(
+        "resources:\n  mem: {type: numeric, consumable: true}\n", ""
+    ).replace(", resources: {mem: 4000}", ""))
+
+    def summary(cluster: str) -> dict[str, Any]:
+        out = CliRunner().invoke(main, ["sim", "run", str(tmp_path / cluster), "--workload",
+                                        str(tmp_path / "m.swf"), "--json"])
+        assert out.exit_code == 0, out.output
+        return json.loads(out.output)
+
+    counted = summary("c.yaml")
+    assert (counted["finished"], counted["too_large"]) == (1, 1), (
+        "job 1 asks 3000 MB per slot: a 4000 MB host holds one of its 4 slots, two hosts "
+        "two; job 2 (1000 MB per slot, 2 slots) fits"
+    )
+    plain = summary("plain.yaml")
+    assert (plain["finished"], plain["too_large"]) == (2, 0), "no mem resource: no memory"
+
+
+@pytest.mark.parametrize(("res", "expected"), [
+    ("", "rusage[mem=512]"),
+    ("select[ssd]", "select[ssd] rusage[mem=512]"),
+    ("rusage[vcs=1]", "rusage[mem=512:vcs=1]"),
+    ("rusage[mem=100]", "rusage[mem=100]"),
+])
+def test_requested_memory_joins_the_requirement(res, expected):
+    assert with_memory(res, 512.0) == expected
+
+
+def test_a_yaml_workload_job_keeps_its_priority(tmp_path):
+    # One 1-slot host busy until 100 with job 1; jobs 2 and 3 wait; job 3 has the
+    # higher user priority (as a scenario's `priority`), so it starts first at 100.
+    (tmp_path / "w.yaml").write_text(
+        "jobs:\n"
+        "  - {id: 1, submit: 0, run: 100}\n"
+        "  - {id: 2, submit: 10, run: 10}\n"
+        "  - {id: 3, submit: 20, run: 10, priority: 5}\n"
+    )
+    config = load_config_text("hosts:\n  - {name: n1, slots: 1}\n")
+    sim = Simulator(config, load_workload(tmp_path / "w.yaml"))
+    sim.run()
+    assert sim.metrics.started == {1: 0.0, 3: 100.0, 2: 110.0}

@@ -15,6 +15,7 @@ from xce.agent.daemon import AgentSettings, run_agent
 from xce.agent.gpus import NVIDIA_SMI, discover_gpus
 from xce.agent.hostspec import HostSpecError, describe_host
 from xce.agent.jobs import DEFAULT_KILL_GRACE, JobStore, StateDirError
+from xce.cli.client import ClientError, controller_url
 
 TOKEN_ENV = "XCE_TOKEN"
 
@@ -38,8 +39,9 @@ def read_token(token_file: Path | None) -> str:
 
 @click.command()
 @click.option("--controller", required=True, metavar="URL",
-              help="The controller's URL, e.g. http://ctl:6820 (6820: the port `xce controller` "
-              "listens on by default).")
+              help="The controller's URL, e.g. http://ctl:6820 or ctl:6820 (6820: the port "
+              "`xce controller` listens on by default; several, comma-separated: a leader "
+              "and its standbys).")
 @click.option(
     "--name",
     default=socket.gethostname,
@@ -129,6 +131,10 @@ def agent(
     if spot_metadata and not spot_metadata.startswith(("http://", "https://")):
         raise click.BadParameter(f"{spot_metadata!r} is not an http:// URL",
                                  param_hint="--spot-metadata")
+    try:  # (`host:port` means http://host:port, as for every other command)
+        controller = controller_url(controller)
+    except ClientError as err:
+        raise click.BadParameter(str(err), param_hint="--controller") from err
     token = read_token(token_file)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

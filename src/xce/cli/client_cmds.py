@@ -202,11 +202,13 @@ HOST_NUMBERS = ("MAX", "NJOBS", "RUN")
 
 
 def _host_row(host: HostInfo) -> list[str]:
-    return [host.name, host_status(host), str(host.slots), str(host.used), str(host.used)]
+    return [host.name, host_status(host), str(host.slots), str(host.used),
+            str(host.used - host.suspended)]
 
 
 def hosts_lines(hosts: Sequence[HostInfo]) -> list[str]:
-    """The bhosts table. NJOBS and RUN both count used slots: XCE suspends no job.
+    """The bhosts table: NJOBS the slots of the host's jobs, RUN those of its running
+    ones (a stopped or preempted job, USUSP, counts in NJOBS only, as in bhosts).
     Hosts requested from providers and not joined follow, with template and deadline."""
     lines = table(HOST_COLUMNS, [_host_row(host) for host in hosts], HOST_NUMBERS)
     waiting = [h for h in hosts if h.deadline is not None]
@@ -393,8 +395,9 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 @click.argument("command", metavar="[--] COMMAND [ARG]...", nargs=-1, required=True)
 @click.option("-n", "tasks", type=click.IntRange(min=1), default=1, show_default=True,
               help="Number of tasks (slots).")
-@click.option("-R", "res", default="", metavar="REQ",
-              help='Resource requirement, e.g. "select[mem>4000] span[hosts=1]".')
+@click.option("-R", "res", multiple=True, metavar="REQ",
+              help='Resource requirement, e.g. "select[mem>4000] span[hosts=1]" (several '
+              '-R are joined into one string, as LSF does).')
 @click.option("-q", "queue", default="", metavar="QUEUE",
               help="Queue [default: the first configured queue].")
 @click.option("-J", "name", default="", metavar="NAME",
@@ -430,7 +433,7 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True,
 @click.option("-u", "user", default="", metavar="USER",
               help="Submit as USER (admins only).")
 @with_client
-def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue: str,
+def submit(client: Client, command: tuple[str, ...], tasks: int, res: tuple[str, ...], queue: str,
            name: str, depend: str, end_orphan: bool, output: str, error: str, hold: bool,
            priority: int | None,
            run_limit: float | None, gpu: GpuRequest | None, hosts: str, exclusive: bool,
@@ -442,7 +445,8 @@ def submit(client: Client, command: tuple[str, ...], tasks: int, res: str, queue
     that starts with a dash.
     """
     request = SubmitRequest(
-        command=list(command), n=tasks, res=res, queue=queue, name=name,
+        command=list(command), n=tasks, res=" ".join(r.strip() for r in res if r.strip()),
+        queue=queue, name=name,
         cwd=os.path.abspath(cwd) if cwd else os.getcwd(),
         # The token is a credential: it must not be stored in the job record.
         env={key: value for key, value in os.environ.items() if key != "XCE_TOKEN"},
@@ -546,10 +550,19 @@ def _each_job(job_ids: Sequence[int | JobRef], act: Callable[[Any], object],
 @click.option("-l", "long", is_flag=True,
               help="Long format: resources, type, model, template, last heartbeat, jobs.")
 @JSON_OPTION
+@click.argument("names", nargs=-1, metavar="[HOST]...")
 @with_client
-def hosts(client: Client, long: bool, as_json: bool) -> None:
-    """Show hosts and their slots, like bhosts."""
+def hosts(client: Client, long: bool, as_json: bool, names: tuple[str, ...]) -> None:
+    """Show hosts and their slots, like bhosts (only the HOSTs named, when given)."""
     answer = client.hosts()
+    if names:
+        known = {host.name: host for host in answer.hosts}
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ClientError(f"unknown host(s): {' '.join(unknown)}")
+        answer = msgspec.structs.replace(
+            answer, hosts=[known[name] for name in dict.fromkeys(names)]
+        )
     if as_json:
         _echo_json(answer)
     elif long:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import getpass
 import logging
 import os
 import signal
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import click
 from aiohttp import web
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 DEFAULTS = Settings()
 STORE_FILE = "xce.db"
+CONTROLLER_LOCK = "controller.lock"  # held (flock) by the controller of the directory
 URL_FILE = "controller.url"
 METRICS_URL_FILE = "metrics.url"  # where --metrics-listen serves (docs/metrics.md)
 ADMIN_TOKEN_FILE = "admin.token"
@@ -101,6 +103,10 @@ def token_list(state_dir: str) -> None:
 def token_revoke(state_dir: str, name: str, role: str | None) -> None:
     """Revoke every token of a name (in one role when given)."""
     count = TokenStore(state_dir).revoke(name, role)
+    if not count:  # (a misspelt name must not pass for a revocation)
+        raise click.ClickException(
+            f"no token of {name!r}" + (f" in role {role}" if role else "") + ": nothing revoked"
+        )
     click.echo(f"{count} token(s) revoked.")
 
 
@@ -171,6 +177,9 @@ def controller(
         raise click.ClickException(f"--metrics-listen {err}") from err
     if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
         raise click.ClickException(f"--store {store_url}: expected a postgresql:// URL")
+    # One controller per SQLite log: a second one on the directory would append to
+    # the same log (controllers sharing a PostgreSQL log elect a leader: docs/ha.md).
+    held = None if store_url is not None else _hold_state_dir(Path(state_dir))
     try:
         store = open_store(store_url or str(Path(state_dir) / STORE_FILE))
     except StoreError as err:
@@ -183,6 +192,29 @@ def controller(
         asyncio.run(_serve(ctl, tokens, host, int(port), Path(state_dir), scrape))
     finally:
         store.close()
+        if held is not None:
+            held.close()
+
+
+def _hold_state_dir(state_dir: Path) -> IO[str]:
+    """Lock the state directory for this controller (the lock goes with the process,
+    however it ends); a clear error when another controller holds it."""
+    lock = open(state_dir / CONTROLLER_LOCK, "a+", encoding="utf-8")  # noqa: SIM115 (kept open)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        owner = lock.read().strip() or "?"
+        lock.close()
+        raise click.ClickException(
+            f"{state_dir} is in use by another controller (pid {owner}): stop it first, "
+            "or give this one its own --state"
+        ) from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return lock
 
 
 def _leadership(ctl: Controller) -> Leadership | None:

@@ -116,7 +116,7 @@ def array_rows(jobs: Sequence[JobInfo]) -> list[list[str]]:
         rows.append([
             str(array), f"{elements[0].name}[{indices}]", elements[0].user,
             str(len(elements)), str(states.count("PEND")), str(states.count("DONE")),
-            str(states.count("RUN")), str(states.count("EXIT")), "0", "0",
-            str(states.count("PSUSP")),
+            str(states.count("RUN")), str(states.count("EXIT")), "0",
+            str(states.count("USUSP")), str(states.count("PSUSP")),
         ])
     return rows

@@ -41,6 +41,8 @@ def _workload(path: str, start: float | None, end: float | None, first: int | No
         return read_workload(path, start, end, first, load)
     except (WorkloadError, ConfigError) as err:
         raise click.ClickException(str(err)) from err
+    except ValueError as err:  # (a --load that is not a finite number: transform)
+        raise click.BadParameter(str(err), param_hint="'--load'") from err
 
 
 def _cluster(cluster: str | None, workload: Workload, elastic: float | None) -> ClusterConfig:
@@ -126,13 +128,15 @@ def workload_options(f: click.decorators.FC) -> click.decorators.FC:
     for option in reversed([
         click.option("--workload", "workload_path", required=True,
                      type=click.Path(exists=True, dir_okay=False),
-                     help="SWF trace (.swf, .swf.gz) or YAML jobs file."),
+                     help="SWF trace (.swf, .swf.gz), YAML jobs file, or a recording "
+                          "(.jsonl, .jsonl.gz: its submissions)."),
         click.option("--start", type=float, help="Only jobs submitted from this time (s)."),
         click.option("--end", type=float, help="Only jobs submitted before this time (s)."),
-        click.option("--first", type=int, help="Only the first N jobs."),
-        click.option("--load", type=float, default=1.0, show_default=True,
+        click.option("--first", type=click.IntRange(min=0), help="Only the first N jobs."),
+        click.option("--load", type=click.FloatRange(min=0, min_open=True, max=1e6),
+                     default=1.0, show_default=True,
                      help="Load factor: arrivals this many times faster."),
-        click.option("--elastic", type=float,
+        click.option("--elastic", type=click.FloatRange(0, 1),
                      help="Size the cluster from the trace with this fraction of hosts "
                           "as a cloud template (no CLUSTER file)."),
         click.option("--seed", type=int, help="Seed of the provider models."),

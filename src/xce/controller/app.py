@@ -399,6 +399,11 @@ def host_info(ctl: Controller, name: str) -> HostInfo:
         request=host.request,
         joined=host.joined if host.template is not None else None,
         idle_since=_idle_since(ctl, host.name) if host.template is not None else None,
+        suspended=sum(
+            slots for job, slots in host.jobs.items()
+            if (record := ctl.view.jobs.get(job)) is not None
+            and ctl.control.suspended(record) is not None
+        ),
     )
 
 

@@ -207,7 +207,7 @@ class HostInfo(msgspec.Struct, frozen=True):
     name: str
     state: str
     slots: int
-    used: int
+    used: int  # slots of its jobs, suspended ones (USUSP) included: bhosts' NJOBS
     type: str
     model: str
     resources: dict[str, ResourceValue]
@@ -222,6 +222,7 @@ class HostInfo(msgspec.Struct, frozen=True):
     deadline: float | None = None  # join deadline of an expected host
     joined: float | None = None
     idle_since: float | None = None  # a provisioned host: when it last ran a job (or joined)
+    suspended: int = 0  # of `used`, the slots of its suspended jobs (USUSP: xce stop, preemption)
 
 
 class ExpectRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -6,6 +6,7 @@ so), and ended or requeued with a host the provider takes back.
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
@@ -104,7 +105,10 @@ class JobLifecycle:
         # submission).
         verdicts: dict[tuple[str, int, str, int, tuple[str, ...], bool], bool] = {}
         arrivals: list[WorkloadJob] = []
+        memory = self._counts_memory()
         for job in workload.jobs:
+            if memory and job.mem_per_proc_mb:
+                job = msgspec.structs.replace(job, res=with_memory(job.res, job.mem_per_proc_mb))
             queue = self._queue_for(job)
             shape = (queue, job.procs, job.res, job.gpus, job.hosts, job.exclusive)
             fits = verdicts.get(shape)
@@ -121,6 +125,12 @@ class JobLifecycle:
         arrivals.sort(key=lambda j: max(j.submit, now))
         self._arrivals = arrivals
         self.loop.stream([max(j.submit, now) for j in arrivals], self._arrive)
+
+    def _counts_memory(self) -> bool:
+        """Whether jobs ask for their requested memory (SWF field 10, YAML
+        `mem_per_proc_mb`): when the cluster has `mem` as a per-host consumable."""
+        mem = self.sim.config.resources.get(MEM)
+        return mem is not None and mem.consumable and not mem.shared
 
     def _admits(
         self, queue: str, n: int, res: str, gpus: int, hosts: tuple[str, ...],
@@ -146,12 +156,12 @@ class JobLifecycle:
         )
         if (
             job.name or job.array or job.depend or job.exit_code or job.end_orphan
-            or job.hosts or job.exclusive
+            or job.hosts or job.exclusive or job.priority
         ):
             spec = msgspec.structs.replace(
                 spec, name=job.name, array=job.array, index=job.index,
                 array_limit=job.array_limit, depend=job.depend, end_orphan=job.end_orphan,
-                hosts=job.hosts, exclusive=job.exclusive,
+                hosts=job.hosts, exclusive=job.exclusive, priority=job.priority,
             )
             if job.exit_code:
                 self._exits[job.id] = job.exit_code
@@ -268,3 +278,18 @@ class JobLifecycle:
                 self.supply.busy_end(job)
             self.sim.apply(lost_job(state, state.running[job].spec, self.loop.now,
                                     f"host {host} reclaimed"))
+
+
+MEM: Final = "mem"  # the resource a workload's requested memory is asked for as
+
+
+def with_memory(res: str, mb_per_slot: float) -> str:
+    """A requirement string that also asks for `mb_per_slot` MB of `mem` per slot
+    (rusage is per slot, as the trace's memory is per processor), unless it asks for
+    `mem` already."""
+    if re.search(r"rusage\[[^\]]*\bmem\s*=", res):
+        return res
+    amount = f"{MEM}={mb_per_slot:g}"
+    if "rusage[" in res:
+        return res.replace("rusage[", f"rusage[{amount}:", 1)
+    return f"{res} rusage[{amount}]".strip()

@@ -42,7 +42,7 @@ SWF_FIELDS: Final = 18
 YAML_JOB_KEYS = (
     "id", "ids", "submit", "run", "n", "user", "queue", "mem_per_proc_mb", "run_limit",
     "requested_time", "res", "gpus", "name", "array", "depend", "exit", "end_orphan",
-    "hosts", "exclusive",
+    "hosts", "exclusive", "priority",
 )
 UNKNOWN_USER: Final = "nobody"  # SWF user -1 (unknown); also the YAML default
 
@@ -77,6 +77,7 @@ class WorkloadJob(msgspec.Struct, frozen=True, gc=False):
     exit_code: int = 0
     end_orphan: bool = False
     hosts: tuple[str, ...] = ()  # YAML workloads: bsub -m (names, groups, template:GLOB)
+    priority: int = 0  # YAML workloads: the job's user priority (bsub -sp; 0: none)
     exclusive: bool = False  # YAML workloads: bsub -x
 
 
@@ -317,7 +318,8 @@ def read_yaml_jobs(path: str | os.PathLike[str]) -> Workload:
     each host of the job, >= 0), `name`, `array` (`"1-100%5"`: `id` is the array's
     id, its elements are id + index; docs/simulator.md), `depend` (a `-w`
     condition, checked when the job arrives), `end_orphan` (-ti) and `exit` (the exit
-    code the job ends with, default 0). Submit times are kept as written.
+    code the job ends with, default 0), `priority` (its user priority, bsub -sp, as a
+    scenario's: 0, none, by default). Submit times are kept as written.
     """
     filename = str(path)
     try:
@@ -377,7 +379,7 @@ def _yaml_extras(job: MapReader) -> tuple[WorkloadJob | None, list[int] | None]:
     `array` entry its elements' ids (its `id` plus each index)."""
     if not any(
         key in job for key in ("name", "array", "depend", "exit", "end_orphan", "hosts",
-                               "exclusive")
+                               "exclusive", "priority")
     ):
         return None, None
     array = limit = 0
@@ -397,6 +399,7 @@ def _yaml_extras(job: MapReader) -> tuple[WorkloadJob | None, list[int] | None]:
         array_limit=limit, depend=job.text("depend", "", nonempty=False),
         exit_code=job.integer("exit", 0), end_orphan=job.flag("end_orphan", False),
         hosts=_yaml_hosts(job), exclusive=job.flag("exclusive", False),
+        priority=job.integer("priority", 0),
     ), elements
 
 
