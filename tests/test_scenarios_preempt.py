@@ -418,3 +418,27 @@ def test_only_a_job_short_of_capacity_preempts():
     assert preemptions(s.json) == []
     assert s.reason(10).startswith("Would delay the reservation of job 8"), s.reason(10)
     assert s.reason(12).startswith("No host"), s.reason(12)
+
+
+def test_queues_l_and_the_api_show_who_preempts_whom():
+    from xce.cli.queue_long import queue_long
+    from xce.controller.queue_info import queue_infos
+
+    config = load_config_text(
+        "hosts:\n  - {name: n01, slots: 4}\n"
+        "queues:\n"
+        "  - {name: urgent, priority: 70, preempt: [batch, short], preempt_action: suspend,"
+        " preemptable: false}\n"
+        "  - {name: batch, priority: 20, preempt_delay: 600}\n"
+        "  - {name: short, priority: 30}\n",
+        "cluster.yaml",
+    )
+    urgent, batch, _short = queue_infos(config, [], lambda _job: False)
+    assert (urgent.preempt, urgent.preempt_action, urgent.preemptable) == (
+        ["batch", "short"], "suspend", False
+    )
+    assert (batch.preempt, batch.preemptable, batch.preempt_delay) == ([], True, 600.0)
+    shown = "\n".join(queue_long(urgent))
+    assert "SCHEDULING POLICIES:  PREEMPTIVE  NO_PREEMPTABLE\n" in shown, shown
+    assert "PREEMPTION:  PREEMPTIVE[batch short] (PREEMPT_ACTION: suspend)\n" in shown, shown
+    assert "PREEMPT_DELAY:  10.0 min" in "\n".join(queue_long(batch))

@@ -47,12 +47,17 @@ def queue_long(queue: QueueInfo) -> list[str]:
         (["FAIRSHARE"] if queue.fairshare is not None else [])
         + (["BACKFILL"] if queue.backfill else [])
         + ([] if queue.requeue_on_host_loss else ["NO_REQUEUE_ON_HOST_LOSS"])
+        + (["PREEMPTIVE"] if queue.preempt else [])
+        + ([] if queue.preemptable else ["NO_PREEMPTABLE"])
     )
     hosts = queue.hosts_as_written or queue.hosts
     lines += [
         "",
         f"SCHEDULING POLICIES:  {'  '.join(policies) or '-'}",
         *([f"DEMAND_AFTER:  {limit_text(queue.demand_after)}"] if queue.demand_after else []),
+        *([f"PREEMPTION:  PREEMPTIVE[{' '.join(queue.preempt)}] "
+           f"(PREEMPT_ACTION: {queue.preempt_action})"] if queue.preempt else []),
+        *([f"PREEMPT_DELAY:  {limit_text(queue.preempt_delay)}"] if queue.preempt_delay else []),
         *([f"USER_SHARES:  {share_list(queue.fairshare)}"] if queue.fairshare else []),
         "",
         f"USERS: {' '.join(queue.users) if queue.users is not None else 'all'}",

@@ -46,6 +46,8 @@ def _info(queue: Queue, count: list[int], limits: tuple[Limit, ...]) -> QueueInf
         limits=[_limit(limit) for limit in limits if _counts(limit, queue.name)],
         fairshare=None if queue.fairshare is None else list(queue.fairshare),
         demand_after=queue.demand_after,
+        preempt=list(queue.preempt), preempt_action=queue.preempt_action,
+        preemptable=queue.preemptable, preempt_delay=queue.preempt_delay,
     )
 
 

@@ -353,6 +353,12 @@ class QueueInfo(msgspec.Struct, frozen=True):
     limits: list[dict[str, Any]] = []
     fairshare: list[tuple[str, float]] | None = None  # its shares as written (None: none)
     demand_after: float = 0.0  # s a job pends before it asks for supply (0: at once)
+    # Preemption (configuration.md): the queues its jobs preempt, how, whether its
+    # own jobs may be preempted, and the time between two preemptions of one (s).
+    preempt: list[str] = []
+    preempt_action: str = "requeue"
+    preemptable: bool = True
+    preempt_delay: float = 0.0
 
 
 class QueueList(msgspec.Struct, frozen=True):
