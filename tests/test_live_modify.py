@@ -69,7 +69,11 @@ def test_modify_top_and_switch_change_what_starts(cluster: LiveCluster) -> None:
     assert refused(cluster, "modify", "-n", "2", str(blocker)) == (
         f"xce: Job <{blocker}>: the job is running: only its run limit can be changed (-W)")
     assert refused(cluster, "switch", "short", str(blocker)) == (
-        f"xce: Job <{blocker}>: the job is running: only its run limit can be changed (-W)")
+        f"xce: Job <{blocker}>: the job is running: only a pending job changes queue "
+        "(requeue it first)")
+    assert refused(cluster, "bottom", str(blocker)) == (
+        f"xce: Job <{blocker}>: Job has already started: only a pending job moves in its "
+        "queue")
     assert refused(cluster, "modify", "-n", "1", str(wide)) == (
         f"xce: Job <{wide}>: Job has already finished")
 

@@ -28,6 +28,13 @@ from xce.sched.errors import SubmitError
 Edit = Callable[[JobSpec], JobSpec]
 
 
+# Why a running job is refused: bmod changes only its run limit; bswitch, btop and
+# bbot take pending jobs (LSF's bbot says "Job has already started").
+MODIFY_STARTED = "the job is running: only its run limit can be changed (-W)"
+SWITCH_STARTED = "the job is running: only a pending job changes queue (requeue it first)"
+MOVE_STARTED = "Job has already started: only a pending job moves in its queue"
+
+
 class JobChanges:
     """What users (and admins) may change of their jobs once submitted."""
 
@@ -48,7 +55,7 @@ class JobChanges:
         """bswitch: a pending job to another queue (a running one is refused)."""
         return await self._change(who, job_id, f"switched to queue {queue}",
                                   lambda spec: msgspec.structs.replace(spec, queue=queue),
-                                  running=False)
+                                  running=False, started=SWITCH_STARTED)
 
     async def move(self, who: Identity, job_id: int, top: bool) -> Modified:
         """btop / bbot: a pending job before the first (after the last) pending job of
@@ -60,7 +67,7 @@ class JobChanges:
             return msgspec.structs.replace(spec, order=state.moved_order(spec.id, top, user))
 
         return await self._change(who, job_id, "top" if top else "bottom", moved,
-                                  running=False)
+                                  running=False, started=MOVE_STARTED)
 
     def limits(self, host: str) -> dict[int, float | None]:
         """The run limits now of the running jobs whose first host is `host` that
@@ -75,7 +82,7 @@ class JobChanges:
         return found
 
     async def _change(self, who: Identity, job_id: int, change: str, edit: Edit,
-                      running: bool) -> Modified:
+                      running: bool, started: str = MODIFY_STARTED) -> Modified:
         """Apply `edit` to the job (or the array's elements) and commit the changes:
         every one checked first, on a state that has every fact so far (no await
         between the checks and the commit)."""
@@ -83,7 +90,7 @@ class JobChanges:
         await facts.quiet()
         now = facts.clock()
         events = []
-        for job in self._targets(who, job_id, running):
+        for job in self._targets(who, job_id, running, started):
             spec = self._checked(job, edit)
             if spec != job.spec:
                 events.append(JobModified(spec.id, spec, now, change))
@@ -108,7 +115,8 @@ class JobChanges:
                 raise ApiProblem(400, f"Job <{shown}>: {never}")
         return spec
 
-    def _targets(self, who: Identity, job_id: int, running: bool) -> list[JobRecord]:
+    def _targets(self, who: Identity, job_id: int, running: bool,
+                 started: str) -> list[JobRecord]:
         """The job `who` may change (403 if not the owner nor an admin; 409 once it
         finished, or running when `running` is false), or an array's elements that
         can be changed (409 when none can)."""
@@ -127,8 +135,7 @@ class JobChanges:
         if job.state in FINISHED:
             raise ApiProblem(409, f"Job <{job_id}>: Job has already finished")
         if job.state not in changeable:
-            raise ApiProblem(409, f"Job <{job_id}>: the job is running: only its run limit "
-                                  "can be changed (-W)")
+            raise ApiProblem(409, f"Job <{job_id}>: {started}")
         return [job]
 
 
