@@ -59,3 +59,38 @@ def test_an_agent_given_host_and_port_registers(tmp_path: Path) -> None:
             "Error: Invalid value for --controller: the controller URL must start with "
             "http:// or https://: ftp://x:1"
         )
+
+
+PROVISIONED = """\
+cluster: t
+session_interval: 0.2
+hosts:
+  - {name: n1, slots: 1}
+queues:
+  - {name: normal, priority: 30}
+catalog:
+  idle_time: 60
+  templates:
+    - {name: loc, provider: local, slots: 2, max: 1, rank: 1}
+policy:
+  persistence: 0
+"""
+
+
+def test_a_provisioner_given_a_relative_work_directory_starts_hosts_that_join(
+    tmp_path: Path,
+) -> None:
+    # (The local provider's agents run in a directory of their own: a relative
+    # --work once gave them a join token path they could not find.)
+    with live_cluster(tmp_path, PROVISIONED, agents=()) as cluster:
+        cluster.add_token("provisioner", "prov")
+        cluster.start_controller()
+        cluster._spawn("provisioner", [
+            "provisioner", "run", "--controller", cluster.url, "--token-file",
+            str(cluster.tokens["prov"]), "--config", str(cluster.config_path),
+            "--work", "provider", "--name", "prov-a", "--interval", "0.3",
+        ])
+        job = cluster.submit(["true"], n=2)  # n1 has one slot: only a loc host fits
+        done = cluster.wait_state(job, ("DONE", "EXIT"), timeout=60)
+        assert done["state"] == "DONE", done
+        assert list(done["exec_hosts"]) == ["loc-1"], done

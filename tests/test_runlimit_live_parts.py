@@ -209,10 +209,11 @@ def test_a_job_shows_its_own_limit_else_its_queues_default(tmp_path: Path) -> No
     async def body(ctl: Controller) -> None:
         own, _ = await ctl.submit(ADMIN, _request(run_limit=120))
         queued, _ = await ctl.submit(ADMIN, _request(queue="short"))
-        capped, _ = await ctl.submit(ADMIN, _request())  # normal: max_run_limit only (a cap)
+        # normal has max_run_limit only: LSF's RUNLIMIT with one value, every job's
+        capped, _ = await ctl.submit(ADMIN, _request())
         free, _ = await ctl.submit(ADMIN, _request(queue="free"))
         shown = {j: job_info(ctl, ctl.job(j)).run_limit for j in (own, queued, capped, free)}
-        assert shown == {own: 120, queued: 60, capped: None, free: None}
+        assert shown == {own: 120, queued: 60, capped: 3600, free: None}
 
     _run(tmp_path, Clock(), body)
 

@@ -192,7 +192,10 @@ def test_runtime_allowance_lowers_the_template_allowance(session):
     assert s.demand["hosts"] == [host_entry("t", 1, 0, [1])], (
         "supply.allowance 1 caps the 10 the template's max would allow"
     )
-    assert s.reasons[2] == s.reasons[3] == "Template t allows no more hosts (max 10)"
+    assert s.reasons[2] == s.reasons[3] == (
+        "Template t allows no more hosts now (its runtime allowance: the provisioner's "
+        "back-off after provider failures, or POST /catalog)"
+    ), "the allowance, not the max (10), stops them: the reason says so"
 
 
 def test_in_flight_hosts_are_used_before_new_ones(session):

@@ -223,6 +223,27 @@ jobs:
     assert s.demand["hosts"] == []
 
 
+def test_a_dispatch_frees_its_hosts_at_its_own_limit_in_a_queue_without_backfill(session):
+    # With reserve_depth 0 and a queue without backfill, jobs alike but for their run
+    # limits share a bucket; the job started now still ends at its own limit (1100),
+    # so job 10 is served there before a new host could join (1300).
+    s = session("""
+now: 1000
+cluster:
+  hosts: [{name: n01, slots: 4}]
+  queues: [{name: normal}]
+  catalog:
+    templates:
+      - {name: burst, provider: cloud, slots: 4, max: 10, expected_lead_time: 300}
+jobs:
+  - {id: 9, n: 4, submit: 5, run_limit: 100}
+  - {id: 10, n: 4, submit: 10, run_limit: 50}
+""")
+    assert s.dispatched == {9: {"n01": 4}}
+    assert s.demand["hosts"] == []
+    assert s.reason(10).startswith("Expected to start at 1100 (in 2 min) on n01 (4 slots)")
+
+
 def test_a_host_in_flight_that_comes_before_real_capacity_is_used(session):
     # n01 frees at 1100; a new host would join at 1300, but the one in flight since
     # 750 is expected at 750 + 300 = 1050: job 10 takes it (nothing new, no surplus).

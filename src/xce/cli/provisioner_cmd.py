@@ -123,7 +123,8 @@ def running_lines(shown: Status) -> list[str]:
               help="A token of the provisioner role.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), required=True,
               help="The cluster file (its catalog and policy).")
-@click.option("--work", "work_dir", type=click.Path(file_okay=False), required=True,
+@click.option("--work", "work_dir", type=click.Path(file_okay=False, resolve_path=True),
+              required=True,
               help="This instance's directory (status; the local provider's instances).")
 @click.option("--providers", "providers_path", type=click.Path(dir_okay=False), default=None,
               help="The providers file (hostProviders.json shape; default: the local "

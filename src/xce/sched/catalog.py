@@ -132,11 +132,13 @@ class CatalogPass:
             name = template.name
             in_flight = max(0, in_flights.get(name, 0))
             allowance = state.new_hosts_allowed(template)
+            by_max = template.max - state.template_alive(name) - in_flight
             virtual = virtual_of(state, template)
             self.templates.append(
                 TemplateSupply(
                     position, template, in_flight, allowance, virtual,
                     arrivals(state, name, now), state.lead_time(name),
+                    held_back=allowance < by_max,
                 )
             )
         self._by_name = {supply.template.name: supply for supply in self.templates}

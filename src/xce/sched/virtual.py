@@ -28,6 +28,7 @@ class TemplateSupply:
         "expected",
         "free_total",
         "frontier",
+        "held_back",
         "hosts",
         "in_flight",
         "in_flight_total",
@@ -48,7 +49,10 @@ class TemplateSupply:
         virtual: tuple[HostRecord, dict[str, float]],
         arrivals: list[float],
         lead: float,
+        held_back: bool = False,
     ) -> None:
+        """`held_back`: the runtime allowance (the provisioner's back-off after
+        provider failures, or `POST /catalog`), not `max`, stops new hosts."""
         self.index = index  # position in rank order
         self.template = template
         self.expected: set[int] = set()  # capacity indices of the in-flight hosts
@@ -65,13 +69,14 @@ class TemplateSupply:
 
         self.jobs: list[int] = []
         self.empty, self.resources = virtual
+        self.held_back = held_back
         self._no_more: Failure | None = None
 
     @property
     def no_more(self) -> Failure:
         """Why the template cannot take more jobs (made once per session)."""
         if self._no_more is None:
-            self._no_more = _no_more_hosts(self.template)
+            self._no_more = _no_more_hosts(self.template, self.held_back)
         return self._no_more
 
 
@@ -140,7 +145,13 @@ def template_verdict(
     return verdict, room
 
 
-def _no_more_hosts(template: HostTemplate) -> Failure:
+def _no_more_hosts(template: HostTemplate, held_back: bool = False) -> Failure:
+    if held_back:
+        return Failure(
+            RESOURCE, "allowance",
+            f"Template {template.name} allows no more hosts now (its runtime allowance: "
+            "the provisioner's back-off after provider failures, or POST /catalog)",
+        )
     return Failure(
         RESOURCE, "allowance", f"Template {template.name} allows no more hosts (max {template.max})"
     )
