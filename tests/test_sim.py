@@ -967,3 +967,40 @@ def test_a_yaml_workload_job_keeps_its_priority(tmp_path):
     sim = Simulator(config, load_workload(tmp_path / "w.yaml"))
     sim.run()
     assert sim.metrics.started == {1: 0.0, 3: 100.0, 2: 110.0}
+
+
+def test_the_run_ends_when_borrowed_tokens_are_given_back(tmp_path):
+    # Job 1 takes the one base token at 0; 2 are borrowed (granted at 30) for jobs 2
+    # and 3, which end at 130; the tokens, idle from 130, go back at 230: nothing is
+    # held after that, so the run ends there (no session for the return alone).
+    (tmp_path / "c.yaml").write_text(textwrap.dedent("""\
+        cluster: t8
+        session_interval: 10
+        resources:
+          vcs: {type: numeric, consumable: true, shared: true}
+        hosts:
+          - {name: n01, slots: 4}
+        shared:
+          vcs: {total: 1}
+        queues:
+          - {name: normal, priority: 30}
+        catalog:
+          countables:
+            - {resource: vcs, max_borrow: 2, idle_time: 100}
+        policy:
+          persistence: 0
+        simulation:
+          countables:
+            vcs: {grant_delay: 30}
+    """))
+    (tmp_path / "w.yaml").write_text(
+        'jobs:\n  - {ids: "1-3", submit: 0, run: 100, n: 1, res: "rusage[vcs=1]"}\n'
+    )
+    out = CliRunner().invoke(main, ["sim", "run", str(tmp_path / "c.yaml"), "--workload",
+                                    str(tmp_path / "w.yaml"), "--json"])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.output)
+    assert {k: summary[k] for k in ("sim_seconds", "sessions", "token_hours", "wait_mean")} == {
+        "sim_seconds": 230.0, "sessions": 4, "token_hours": 0.111, "wait_mean": 20.0
+    }, "sessions at 0, 10 (the request), 30 (the grant) and 230 (idle tokens returned)"
+    assert summary["utilization"] == pytest.approx(300 / (4 * 230))

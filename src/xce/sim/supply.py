@@ -258,7 +258,8 @@ class Supply:
                 self.borrowed[key] -= amount
                 self.pools[key].returned(amount)
                 sim.apply(SupplyChanged(borrowed={key: self.borrowed[key]}, time=self.loop.now))
-                sim.dirty()
+                if self.state.pending:  # (as a host given back: else nothing to decide)
+                    sim.dirty()
         elif type(action) is SetAllowance:
             value = -1 if action.allowance is None else action.allowance
             sim.apply(SupplyChanged(allowance={action.template: value}, time=self.loop.now))
