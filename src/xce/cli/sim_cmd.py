@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -41,8 +42,6 @@ def _workload(path: str, start: float | None, end: float | None, first: int | No
         return read_workload(path, start, end, first, load)
     except (WorkloadError, ConfigError) as err:
         raise click.ClickException(str(err)) from err
-    except ValueError as err:  # (a --load that is not a finite number: transform)
-        raise click.BadParameter(str(err), param_hint="'--load'") from err
 
 
 def _cluster(cluster: str | None, workload: Workload, elastic: float | None) -> ClusterConfig:
@@ -61,6 +60,13 @@ class OptionError(click.UsageError):
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"Error: {self.format_message()}", err=True, file=file)
+
+
+def _finite_load(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    del ctx, param
+    if not math.isfinite(value):  # (FloatRange lets nan through)
+        raise click.BadParameter(f"load must be a finite number > 0, got {value!r}")
+    return value
 
 
 def _reserve_depth(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -134,7 +140,7 @@ def workload_options(f: click.decorators.FC) -> click.decorators.FC:
         click.option("--end", type=float, help="Only jobs submitted before this time (s)."),
         click.option("--first", type=click.IntRange(min=0), help="Only the first N jobs."),
         click.option("--load", type=click.FloatRange(min=0, min_open=True, max=1e6),
-                     default=1.0, show_default=True,
+                     default=1.0, show_default=True, callback=_finite_load,
                      help="Load factor: arrivals this many times faster."),
         click.option("--elastic", type=click.FloatRange(0, 1),
                      help="Size the cluster from the trace with this fraction of hosts "

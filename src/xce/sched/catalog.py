@@ -30,6 +30,7 @@ from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
 from xce.sched.realpass import Evaluator
 from xce.sched.reasons import LIMIT, RESOURCE
+from xce.sched.room import template_room
 from xce.sched.served import SERVED, ServedOnReal
 from xce.sched.share_order import local_until, merge_key
 from xce.sched.state import SchedulerState
@@ -132,7 +133,7 @@ class CatalogPass:
             name = template.name
             in_flight = max(0, in_flights.get(name, 0))
             allowance = state.new_hosts_allowed(template)
-            by_max = template.max - state.template_alive(name) - in_flight
+            by_max = template_room(template.max, state.template_alive(name), in_flight)
             virtual = virtual_of(state, template)
             self.templates.append(
                 TemplateSupply(

@@ -41,10 +41,8 @@ class ServedOnReal:
         A job with a reservation (`reserve_depth`) is served by it when it starts by
         then."""
         now = self.now
-        joins = now + min([supply.lead for supply in usable])
-        for supply in usable:  # (a host in flight may come sooner: the first left)
-            if supply.in_flight > 0:
-                joins = min(joins, supply.arrivals[supply.in_flight_total - supply.in_flight])
+        # (new hosts, or a host in flight that comes sooner)
+        joins = min([min(now + supply.lead, supply.next_arrival) for supply in usable])
         plan = self.planner()
         reserved = plan.of_job.get(job.id)
         if reserved is not None:  # (the real pass's reservation: the plan holds it)

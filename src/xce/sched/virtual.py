@@ -73,6 +73,14 @@ class TemplateSupply:
         self._no_more: Failure | None = None
 
     @property
+    def next_arrival(self) -> float:
+        """When the first in-flight host not opened yet is expected (inf: none left);
+        they are opened earliest first (sched/first_fit.py)."""
+        if self.in_flight <= 0:
+            return math.inf
+        return self.arrivals[self.in_flight_total - self.in_flight]
+
+    @property
     def no_more(self) -> Failure:
         """Why the template cannot take more jobs (made once per session)."""
         if self._no_more is None:

@@ -6,7 +6,6 @@ so), and ended or requeued with a host the provider takes back.
 
 from __future__ import annotations
 
-import re
 from functools import partial
 from typing import TYPE_CHECKING, Final
 
@@ -25,6 +24,7 @@ from xce.model.events import (
 )
 from xce.model.jobs import JobSpec
 from xce.model.result import Dispatch, Preemption
+from xce.resreq import parse
 from xce.sched.errors import SubmitError
 from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.reasons import ORPHAN_ENDED
@@ -287,7 +287,7 @@ def with_memory(res: str, mb_per_slot: float) -> str:
     """A requirement string that also asks for `mb_per_slot` MB of `mem` per slot
     (rusage is per slot, as the trace's memory is per processor), unless it asks for
     `mem` already."""
-    if re.search(r"rusage\[[^\]]*\bmem\s*=", res):
+    if res and any(name == MEM for name, _amount in parse(res).rusage):
         return res
     amount = f"{MEM}={mb_per_slot:g}"
     if "rusage[" in res:
