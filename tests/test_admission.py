@@ -44,8 +44,19 @@ def _why(n: int, res: str, queue: str = "", gpus: int = 0, text: str = CLUSTER) 
     [
         (1, "", None),
         (32, "", None),  # wholly on static hosts (6 slots) or on one template (2 x 16)
-        (33, "",
-         "job requests 33 slots; the most this cluster offers is 32 (template big (max 2))"),
+        # slots alone: the static hosts with all the hosts template big may have
+        # (sched/holds_wide.py plans such a job): 6 + 2 x 16
+        (33, "", None),
+        (38, "", None),
+        (39, "",
+         "job requests 39 slots; the most this cluster offers is 38 (the static hosts "
+         "with template big (max 2))"),
+        (33, "rusage[mem=1000]",  # not slots alone: wholly on the static hosts or one template
+         "job requests 33 slots with mem=1000 per slot; the most this cluster offers is 32 "
+         "(template big (max 2))"),
+        (33, "span[ptile=1]",
+         "job requests 33 hosts of 1 slots (span[ptile=1]); the most this cluster offers "
+         "is 2 such hosts (template big (max 2))"),
         (16, "span[hosts=1]", None),
         (17, "span[hosts=1]",
          "job requests 17 slots on one host; the most this cluster offers is 16 "

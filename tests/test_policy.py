@@ -181,6 +181,20 @@ def test_min_hosts_counts_alive_and_in_flight_hosts():
     assert actions == [], "1 alive + 2 in flight: the minimum is met"
 
 
+def test_min_hosts_counts_hosts_this_round_requests_for_demand():
+    config = PolicyConfig(persistence=0, min_hosts={C5: 2})
+    actions, _ = round_(config, inp(0, hosts_demand(C5, 3, jobs=3)))
+    assert actions == [("RequestHosts", C5, 3)], (
+        "the demand's 3 hosts already meet the minimum of 2: no top-up (not one of 0 or -1)"
+    )
+    actions, _ = round_(config, inp(0, hosts_demand(C5, 2, jobs=2)))
+    assert actions == [("RequestHosts", C5, 2)], "exactly the minimum: no top-up"
+    actions, _ = round_(PolicyConfig(persistence=0, min_hosts={C5: 3}), inp(0, hosts_demand(C5, 1)))
+    assert actions == [("RequestHosts", C5, 1), ("RequestHosts", C5, 2)], (
+        "1 for the demand, 2 more to reach the minimum of 3"
+    )
+
+
 def test_max_hosts_caps_requests_given_alive_and_in_flight():
     config = PolicyConfig(persistence=0, max_hosts={C5: 5})
     actions, _ = round_(

@@ -126,24 +126,38 @@ def test_a_job_killed_while_its_supply_is_coming_frees_it_for_the_next_job(sessi
     assert s.demand["surplus"] == {"hosts": [{"template": "burst", "count": 1}], "resources": []}
 
 
+DEAR_IN_FLIGHT = """
+now: 1000
+cluster:
+  hosts: [{name: n01, slots: 1}]
+  catalog:
+    templates:
+      - {name: cheap, provider: aws, slots: 4, max: 10, rank: 1}
+      - {name: dear, provider: aws, slots: 4, max: 10, rank: 2}
+supply:
+  in_flight: {dear: 1}
+jobs:
+  - {id: 1, n: 1, state: RUN, hosts: {n01: 1}, start: 0}
+  - {id: 2, n: N}
+"""
+
+
 def test_in_flight_hosts_of_a_lower_ranked_template_come_before_a_new_host(session):
-    s = session("""
-        now: 1000
-        cluster:
-          hosts: [{name: n01, slots: 1}]
-          catalog:
-            templates:
-              - {name: cheap, provider: aws, slots: 4, max: 10, rank: 1}
-              - {name: dear, provider: aws, slots: 4, max: 10, rank: 2}
-        supply:
-          in_flight: {dear: 1}
-        jobs:
-          - {id: 1, n: 1, state: RUN, hosts: {n01: 1}, start: 0}
-          - {id: 2, n: 4}
-    """)
+    s = session(DEAR_IN_FLIGHT.replace("n: N", "n: 4"))
     assert s.demand["hosts"] == [
         {"template": "dear", "count": 0, "in_flight_used": 1, "jobs": [2]}
     ], "the in-flight host of the lower-ranked template, not a new host of the better one"
+
+
+def test_a_job_wider_than_the_in_flight_hosts_takes_them_and_new_hosts_of_theirs(session):
+    # Job 2 (8 slots) needs two 4-slot hosts: the one of `dear` in flight and one new
+    # host of `dear` (a job goes wholly on one template), not two new hosts of `cheap`
+    # with the in-flight host left as surplus.
+    s = session(DEAR_IN_FLIGHT.replace("n: N", "n: 8"))
+    assert s.demand["hosts"] == [
+        {"template": "dear", "count": 1, "in_flight_used": 1, "jobs": [2]}
+    ]
+    assert "surplus" not in s.demand
 
 
 # ------------------------------------------------------------------- nothing bought late
@@ -242,6 +256,30 @@ jobs:
     assert s.dispatched == {9: {"n01": 4}}
     assert s.demand["hosts"] == []
     assert s.reason(10).startswith("Expected to start at 1100 (in 2 min) on n01 (4 slots)")
+
+
+def test_a_pending_job_booked_on_real_capacity_ends_at_its_own_limit(session):
+    # reserve_depth 0, a queue without backfill: job 10 is booked on n01 from 1100
+    # (job 1's limit) until 1150, its own limit, so job 11 fits there from 1150,
+    # before a new host could join (1300): nothing is bought for either.
+    s = session("""
+now: 1000
+cluster:
+  hosts: [{name: n01, slots: 4}]
+  queues: [{name: normal}]
+  catalog:
+    templates:
+      - {name: burst, provider: cloud, slots: 4, max: 10, expected_lead_time: 300}
+jobs:
+  - {id: 1, n: 4, state: RUN, hosts: {n01: 4}, start: 0, run_limit: 1100}
+  - {id: 10, n: 4, submit: 10, run_limit: 50}
+  - {id: 11, n: 3, submit: 20, run_limit: 5000}
+""")
+    assert s.demand["hosts"] == []
+    assert s.reason(11) == (
+        "Expected to start at 1150 (in 3 min) on n01 (3 slots), no later than "
+        "new hosts could join: nothing requested"
+    )
 
 
 def test_a_host_in_flight_that_comes_before_real_capacity_is_used(session):

@@ -722,14 +722,9 @@ def test_every_shared_trace_runs_and_finishes_every_job(path, elastic):
     config = sized_cluster(jobs, elastic=elastic)
     sim, summary = simulate(config, jobs)
     assert summary["jobs"] == len(jobs.jobs)
-    static_slots = sum(h.slots for h in config.hosts)
-    template_slots = max((t.max * t.slots for t in config.catalog.templates), default=0)
-    wide = [j.id for j in jobs.jobs if j.procs > max(static_slots, template_slots)]
-    if not elastic:
-        assert wide == [], "the static cluster is the traced machine: every job fits"
-    assert sorted(sim.metrics.too_large) == wide, (
-        "a job wider than the static hosts and than one template is reported as too large"
-    )
+    # (elastic: half the machine static, the other half the template's max; a job
+    # wider than either runs on both, sched/holds_wide.py)
+    assert sim.metrics.too_large == [], "the static cluster is the traced machine"
     unfinished = sorted(set(sim.metrics.submitted) - set(sim.metrics.started))[:5]
     assert summary["finished"] + summary["too_large"] == summary["jobs"], (
         f"{summary['jobs'] - summary['finished']} jobs never finished, e.g. "

@@ -207,8 +207,9 @@ class Bucket:
         # configuration makes new buckets).
         self.fits: object | None = None
         # The templates (by rank) whose hosts could take its jobs, with the slots of
-        # one an empty host holds (sched/holds_real.py), found on first use.
-        self.holdable: list[tuple[HostTemplate, int]] | None = None
+        # one an empty host holds and whether a job needs more hosts than the
+        # template's max (sched/holds_real.py, holds_wide.py), found on first use.
+        self.holdable: list[tuple[HostTemplate, int, bool]] | None = None
         # Its eligible hosts (eligibility.Eligible, kept up to date by the state), once
         # looked up: also fixed for the bucket's life.
         self.eligible: object | None = None

@@ -25,6 +25,7 @@ from xce.sched.eligibility import reach
 from xce.sched.failure import Failure, Settled
 from xce.sched.first_fit import FirstFit
 from xce.sched.holds import ElasticHolds, JoinedHold
+from xce.sched.holds_wide import asked_later
 from xce.sched.hosts import template_allowed
 from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
@@ -102,6 +103,21 @@ def _no_template(bucket: Bucket, verdicts: list[Failure | None]) -> Failure | No
         )
     shape = next(v for v in checks if v.check != "select")
     return Failure(RESOURCE, shape.check, f"No template can host this job: {shape.detail}")
+
+
+def static_fit(
+    state: SchedulerState, templates: list[TemplateSupply], bucket: Bucket
+) -> StaticFit:
+    """Whether each template's hosts could ever take the bucket's jobs. Static: kept
+    on the bucket."""
+    fit = bucket.fits
+    if fit is None:
+        fit = bucket.fits = StaticFit(
+            bucket, [static_verdict(state, bucket, t) for t in templates]
+        )
+        fit.usable_at = bucket_order(state.config, bucket, state.ranked, fit.rooms, fit.usable_at)
+    assert isinstance(fit, StaticFit)
+    return fit
 
 
 class CatalogPass:
@@ -283,11 +299,15 @@ class CatalogPass:
         usable = self._usable.get(bucket)
         if usable is None:
             usable = self._usable[bucket] = self._usable_templates(s, job)
-        if not usable:
-            return self._fits(bucket).why_not
+        # (a hold first: a job wider than its template's max holds it, and only it
+        # places the job there, sched/holds_wide.py)
         hold = self.holds.held.get(job.id) if self.holds is not None else None
         if hold is not None:
             return self._on_template(s, job, self._by_name[hold.template.name], True, hold)
+        if self.holds is not None and job.id in self.holds.later:
+            return self._asked_later(self.holds.later[job.id], bucket)
+        if not usable:
+            return static_fit(self.state, self.templates, bucket).why_not
         if self.on_real is not None and not bucket.shared:
             served = self.on_real.served(bucket, job, usable)
             if served is not None:
@@ -305,13 +325,16 @@ class CatalogPass:
                 outcome = self._on_template(s, job, supply, False, in_flight=False)
                 if isinstance(outcome, Placed):
                     return outcome
-        for supply in usable:
-            if supply.in_flight and (shape, supply.index) not in dead:
-                outcome = self._on_template(s, job, supply, False)
-                if isinstance(outcome, Placed):
-                    return outcome
+        flying = [u for u in usable if u.in_flight and (shape, u.index) not in dead]
+        for supply in flying:
+            outcome = self._on_template(s, job, supply, False)
+            if isinstance(outcome, Placed):
+                return outcome
         failures: list[Failure] = []
-        for supply in usable:
+        # Then new hosts: first of a template with hosts in flight, for the rest of a
+        # job on them (in-flight hosts are not left as surplus while new ones are
+        # asked for: issue 18's "in-flight first"), then of the others.
+        for supply in flying + [u for u in usable if u not in flying]:
             if (shape, supply.index) in dead or (
                 supply.allowance == 0 and supply.in_flight == 0 and supply.free_total < n
             ):
@@ -326,6 +349,14 @@ class CatalogPass:
             self._note(s, job, failed.check, failed.detail)
         return failures[0]
 
+    def _asked_later(self, later: JoinedHold, bucket: Bucket) -> Failure:
+        """A job wider than its template's max that asks for its hosts later: they
+        are kept for it, later jobs have them only as backfill (sched/holds_wide.py)."""
+        supply = self._by_name[later.template.name]
+        count = -(-later.rest // static_fit(self.state, self.templates, bucket).rooms[supply.index])
+        supply.kept.append((count, later.start))
+        return asked_later(later, self.now)
+
     def _young(self, s: Settled, job: PendingJob) -> Failure | None:
         """Why a job asks for no supply yet (sched/demand_after.py), traced."""
         young = self.demand_after.young(s.bucket, job)
@@ -336,7 +367,7 @@ class CatalogPass:
     def _usable_templates(self, s: Settled, job: PendingJob) -> list[TemplateSupply]:
         """The templates whose hosts could ever take the bucket's jobs; the others are
         traced (with `job`, the first job tried this session) in rank order."""
-        fit = self._fits(s.bucket)
+        fit = static_fit(self.state, self.templates, s.bucket)
         if self.trace is not None and fit.notes:
             self._note_static(s, job, fit)
         templates = self.templates
@@ -349,21 +380,6 @@ class CatalogPass:
         start = len(trace)
         trace.extend(fit.entries_of(job.id))
         self._traced(s.bucket, start, len(trace))
-
-    def _fits(self, bucket: Bucket) -> StaticFit:
-        """Whether each template's hosts could ever take the bucket's jobs. Static: kept
-        on the bucket."""
-        fit = bucket.fits
-        if fit is None:
-            fit = bucket.fits = StaticFit(
-                bucket, [static_verdict(self.state, bucket, t) for t in self.templates]
-            )
-            state = self.state
-            fit.usable_at = bucket_order(
-                state.config, bucket, state.ranked, fit.rooms, fit.usable_at
-            )
-        assert isinstance(fit, StaticFit)
-        return fit
 
     # ------------------------------------------------------------------ placements
     def _on_real_hosts(self, s: Settled, job: PendingJob) -> Placed | None:
@@ -430,7 +446,7 @@ class CatalogPass:
             if pieces:
                 sizes = unplaced  # one more host for each piece
             else:
-                per_host = self._fits(bucket).rooms[supply.index]
+                per_host = static_fit(self.state, self.templates, bucket).rooms[supply.index]
                 count = -(-left // per_host)
                 sizes = [per_host] * count
                 sizes[-1] = left - per_host * (count - 1)
@@ -439,7 +455,9 @@ class CatalogPass:
             beyond = len(sizes) - min(len(sizes), supply.in_flight)  # new hosts needed
             if beyond and not new:
                 return None
-            if beyond > supply.allowance:
+            if beyond > supply.allowance or (
+                supply.kept and beyond > supply.allowed_until(self.now + supply.lead + bucket.limit)
+            ):
                 return supply.no_more
         if bucket.shared:
             name = supply.template.name

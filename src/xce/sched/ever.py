@@ -34,7 +34,7 @@ from xce.sched.hosts import HostRecord, pattern_matches, template_allowed
 from xce.sched.pools import PoolRecord
 from xce.sched.reasons import NEVER, NEVER_RUNS
 from xce.sched.state import HostIndex, SchedulerState
-from xce.sched.virtual import template_verdict, virtual_of
+from xce.sched.virtual import BEYOND_MAX, template_verdict, virtual_of
 
 KEY: Final = ("ever",)  # where the state keeps the Universe (state.indexes)
 
@@ -244,8 +244,41 @@ def _holds(state: SchedulerState, bucket: Bucket, hosts: Hosts, temps: Templates
     """Whether these empty hosts together, or one of these templates, could take a
     job of the bucket."""
     rooms = [(shape_room(h.slots, h.resources, h.gpus, bucket.use), c) for h, c in hosts]
-    return hosts_hold(bucket, rooms) or any(
-        template_verdict(state, bucket, t, e)[0] is None for t, e in temps
+    if hosts_hold(bucket, rooms):
+        return True
+    beyond: list[HostTemplate] = []  # templates that only lack hosts enough for all of it
+    for t, e in temps:
+        verdict = template_verdict(state, bucket, t, e)[0]
+        if verdict is None:
+            return True
+        if verdict.check == BEYOND_MAX:
+            beyond.append(t)
+    return bool(beyond) and _with_static(bucket, hosts, rooms, beyond)
+
+
+def _with_static(
+    bucket: Bucket, hosts: Hosts, rooms: list[tuple[int, int]], beyond: list[HostTemplate]
+) -> bool:
+    """Whether the static hosts with all the hosts one of these templates may have
+    could take a job of the bucket together: a job of slots alone may run on both
+    (sched/holds_wide.py plans it so)."""
+    if not _spreads(bucket):
+        return False
+    static = _static_slots(hosts, rooms)
+    return any(static + t.max * room_of(bucket, t) >= bucket.n for t in beyond)
+
+
+def _spreads(bucket: Bucket) -> bool:
+    """Whether a job of the bucket may run on real hosts with the rest on hosts of a
+    template that cannot take it wholly (sched/holds_wide.py: slots alone)."""
+    return bucket.plain
+
+
+def _static_slots(hosts: Hosts, rooms: list[tuple[int, int]]) -> int:
+    """Slots of a job the static hosts among these hold together."""
+    return sum(
+        room * count for (h, _c), (room, count) in zip(hosts, rooms, strict=True)
+        if h.template is None
     )
 
 
@@ -350,6 +383,12 @@ def too_big(
         )
     totals = [(sum(r * c for r, c in rooms), "all hosts")]
     totals += [(room * t.max, f"template {t.name} (max {t.max})") for t, room in troom]
+    if _spreads(bucket) and troom:
+        static = _static_slots(hosts, rooms)
+        totals += [
+            (static + room * t.max, f"the static hosts with template {t.name} (max {t.max})")
+            for t, room in troom
+        ]
     largest, at = max(totals)
     with_ = f" with {asked(1)} per slot" if per_slot else ""
     return f"job requests {n} slots{with_}; the most this cluster offers{among} is {largest} ({at})"

@@ -17,6 +17,7 @@ present, the in-flight hosts and their request times.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from xce.model.cluster import HostTemplate, ResourceValue
@@ -36,7 +37,7 @@ class JoinedHold:
     `template` from `start`, with `rest` slots still to come on virtual hosts (in
     `pieces`, each on a host of its own, for a job with span[ptile])."""
 
-    __slots__ = ("booked", "hosts", "pieces", "rest", "start", "static", "template")
+    __slots__ = ("asks_at", "booked", "hosts", "pieces", "rest", "start", "static", "template")
 
     def __init__(
         self, template: HostTemplate, hosts: dict[int, int], rest: int,
@@ -49,6 +50,11 @@ class JoinedHold:
         self.start = start
         self.booked = booked
         self.static = 0  # of `hosts`, those that are not provisioned (holds_real.py)
+        # When the rest is asked for: later than now for a job wider than the
+        # template's max whose real hosts free up after the rest would come
+        # (sched/holds_wide.py: ElasticHolds.later, not `held`, which the catalog
+        # pass places)
+        self.asks_at = 0.0
 
 
 class ElasticHolds:
@@ -59,11 +65,16 @@ class ElasticHolds:
         self.cap = cap
         self.now = now
         self.held: dict[int, JoinedHold] = {}  # job -> its hold
+        self.later: dict[int, JoinedHold] = {}  # job -> its hold asked for later
         self.hosts: set[int] = set()  # hosts held by some job
         self._free: list[int] | None = None  # provisioned hosts free at the first hold
         self._arrivals: dict[str, list[float]] = {}
         self._counted: dict[str, int] = {}  # in-flight hosts given to holds so far
         self._new: dict[str, int] = {}  # new hosts given to holds so far
+        # The soonest time a hold asks for hosts it could not ask for yet: a job wider
+        # than its template's max, whose real hosts free up after new hosts would
+        # come (sched/holds_real.py): the session's next_due.
+        self.due = math.inf
 
     def hold(self, bucket: Bucket, job: int, plan: Plan) -> JoinedHold | None:
         """Book `job` (of `bucket`, failed on capacity) on the free joined hosts it
@@ -173,15 +184,31 @@ class ElasticHolds:
         count = pieces if bucket.pieces else -(-rest // per_host)
         arrivals = self._arrivals_of(name)
         counted = self._counted.get(name, 0)
-        if counted + count <= len(arrivals):
-            self._counted[name] = counted + count
-            return arrivals[counted + count - 1]
         new = count - (len(arrivals) - counted)
         if new > self._new_allowed(template):
             return None
-        self._counted[name] = len(arrivals)
-        self._new[name] = self._new.get(name, 0) + new
-        return self.now + self.state.lead_time(name)
+        at = self.arrival(template, count)
+        if new <= 0:
+            self._counted[name] = counted + count
+        else:
+            self._counted[name] = len(arrivals)
+            self._new[name] = self._new.get(name, 0) + new
+        return at
+
+    def to_come(self, template: HostTemplate) -> int:
+        """How many more hosts of `template` could come for holds: its in-flight ones
+        not given to one yet, then the new ones its allowance leaves."""
+        left = len(self._arrivals_of(template.name)) - self._counted.get(template.name, 0)
+        return left + max(0, self._new_allowed(template))
+
+    def arrival(self, template: HostTemplate, count: int) -> float:
+        """When `count` more hosts of `template` would be there (none given yet):
+        the last of the in-flight ones they would be, or now plus the lead time."""
+        arrivals = self._arrivals_of(template.name)
+        last = self._counted.get(template.name, 0) + count - 1
+        if last < len(arrivals):
+            return arrivals[last]
+        return self.now + self.state.lead_time(template.name)
 
 
 def take_share(

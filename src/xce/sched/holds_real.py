@@ -23,10 +23,11 @@ from xce.model.cluster import HostTemplate
 from xce.sched.buckets import Bucket
 from xce.sched.eligibility import Eligible
 from xce.sched.holds import ElasticHolds, JoinedHold, empty_room, take_share
+from xce.sched.holds_wide import hold_wide
 from xce.sched.placement import most_room_first
 from xce.sched.plan import Plan
 from xce.sched.state import SchedulerState
-from xce.sched.virtual import template_verdict, virtual_of
+from xce.sched.virtual import BEYOND_MAX, template_verdict, virtual_of
 
 
 def hold_on_real(holds: ElasticHolds, bucket: Bucket, job: int, plan: Plan) -> JoinedHold | None:
@@ -37,7 +38,12 @@ def hold_on_real(holds: ElasticHolds, bucket: Bucket, job: int, plan: Plan) -> J
         return None
     n = bucket.n
     free: dict[int, int] | None = None  # (found once a template lacks room for all)
-    for template, per_host in _holdable(holds.state, bucket):
+    for template, per_host, beyond in _holdable(holds.state, bucket):
+        if beyond:  # (more hosts than the template's max: sched/holds_wide.py)
+            wide = hold_wide(holds, bucket, job, plan, template, per_host)
+            if wide is not None:
+                return wide
+            continue
         if holds.room_for(template, -(-n // per_host)):
             return None  # (hot: the usual case) it could go wholly on new hosts
         if free is None:
@@ -52,16 +58,19 @@ def hold_on_real(holds: ElasticHolds, bucket: Bucket, job: int, plan: Plan) -> J
     return None
 
 
-def _holdable(state: SchedulerState, bucket: Bucket) -> list[tuple[HostTemplate, int]]:
+def _holdable(state: SchedulerState, bucket: Bucket) -> list[tuple[HostTemplate, int, bool]]:
     """The templates by rank whose hosts could take the bucket's jobs, with the slots
-    of one an empty host holds (kept on the bucket: fixed for its life)."""
+    of one an empty host holds and whether the job needs more hosts than the
+    template's max (then only a job of slots alone: `Bucket.plain`); kept on the
+    bucket: fixed for its life."""
     found = bucket.holdable
     if found is None:
-        found = bucket.holdable = [
-            (template, empty_room(template, bucket.use)) for template in state.ranked
-            if template_verdict(state, bucket, template, virtual_of(state, template)[0])[0]
-            is None
-        ]
+        found = bucket.holdable = []
+        for template in state.ranked:
+            verdict = template_verdict(state, bucket, template, virtual_of(state, template)[0])[0]
+            beyond = verdict is not None and verdict.check == BEYOND_MAX and bucket.plain
+            if verdict is None or beyond:
+                found.append((template, empty_room(template, bucket.use), beyond))
     return found
 
 

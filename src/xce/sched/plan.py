@@ -527,6 +527,13 @@ class Plan:
         return found
 
 
+def profile_of(plan: Plan, index: int) -> HostProfile:
+    """A host's profile: a reserved host's own, else made for the asking (not kept:
+    kept profiles are kept up to date at every change)."""
+    profile = plan.profiles.get(index)
+    return profile if profile is not None else HostProfile(plan._steps_of(index))
+
+
 def _first_unclaimed(
     cap: Capacity, claims: dict[int, int], n: int, past: int, indexed: bool
 ) -> dict[int, int] | None:

@@ -49,7 +49,6 @@ from xce.sched.reasons import (
 )
 from xce.sched.requested import requested_hosts, requesting_buckets
 from xce.sched.reserving import book, hold, reserve, window_words
-from xce.sched.runlimit import run_limit
 from xce.sched.share_order import local_until, merge_key, rank_buckets
 from xce.sched.state import SchedulerState
 from xce.sched.usage import PerSlot, Use
@@ -667,9 +666,6 @@ class RealPass:
             plan = self.plan
             held = self.cap.whole_hosts(hosts) if bucket.exclusive else hosts
             limit = bucket.limit
-            if limit == math.inf:  # (twins but for their limits: the job's own)
-                own = run_limit(job.spec, bucket.queue)
-                limit = math.inf if own is None else own
             if limit != math.inf:
                 self.ends_planned = True
             if plan is None:

@@ -99,6 +99,13 @@ def hold(real: RealPass, bucket: Bucket, job: PendingJob, failure: Failure) -> b
 
 def _held_detail(hold: JoinedHold, failure: Failure, now: float) -> str:
     slots = sum(hold.hosts.values())
+    if hold.asks_at > now:  # (sched/holds_wide.py)
+        return (
+            f"{failure.detail}. Reserved: {slots} slots on {on_hosts(hold.booked.hosts)} "
+            f"from {clock(hold.start)} (in {span(hold.start - now)}), when they are "
+            f"free over its window; its other {hold.rest} slots are to come from "
+            f"template {hold.template.name}, asked for once they would come by then"
+        )
     return (
         f"{failure.detail}. Held: {slots} slots on {on_hosts(hold.booked.hosts)} "
         f"({_held_from(hold)}) from {clock(hold.start)} "

@@ -101,12 +101,15 @@ def _session(
     # Hosts the plan holds for a job are not idle (sched/holds.py).
     booked = real.plan.booked if real.plan is not None and state.idle_provisioned else None
     idle = idle_supply(state, now, real.dispatch, cap, booked)
-    # The only timers of a session: idle supply reaching its idle time, and a job
-    # reaching its queue's demand_after (sched/demand_after.py). A planned end
+    # The only timers of a session: idle supply reaching its idle time, a job
+    # reaching its queue's demand_after (sched/demand_after.py), and supply a hold
+    # asks for once it would come in time (sched/holds_wide.py). A planned end
     # or a reservation's start is no timer: a job reaching its limit ends (an event)
     # where limits are enforced, and one running past it is re-planned at the next
     # event's session, as the reference EASY does (sessions at submit and end).
     due = min(idle_due(state, now, real.dispatch), orphans_due, comes_of_age)
+    if real.holds is not None:  # (supply a hold asks for later: sched/holds_wide.py)
+        due = min(due, real.holds.due)
     ended = timer() if timer is not None else 0.0
     stats = SessionStats(
         pending=len(state.pending) + len(state.held) + len(state.waiting)

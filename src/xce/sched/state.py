@@ -368,12 +368,13 @@ class SchedulerState:
 
     def bucket_key(self, spec: JobSpec) -> BucketKey:
         """The key of the bucket a (resolved) job goes in."""
-        # The run limit makes twins only where a plan reads it: with reservations, or,
-        # with templates (holds on supply being obtained), as the backfill window of a
-        # queue that backfills. Else jobs alike but for their limits stay one bucket
+        # The run limit makes twins only where a plan reads it: with reservations, or
+        # with templates (holds on supply being obtained, and jobs booked on real
+        # capacity instead, end at their limits; in a queue that backfills it is
+        # also their window). Else jobs alike but for their limits stay one bucket
         # (today's decisions exactly).
         queue = self.queues[spec.queue]
-        planned = self.config.reserve_depth or (queue.backfill and self.config.catalog.templates)
+        planned = self.config.reserve_depth or self.config.catalog.templates
         limit = run_limit(spec, queue) if planned else None
         return (
             spec.queue, spec.n, spec.res, math.inf if limit is None else limit, spec.gpus,

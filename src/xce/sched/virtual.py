@@ -15,6 +15,11 @@ from xce.sched.reasons import RESOURCE
 from xce.sched.state import SchedulerState
 from xce.sched.usage import NGPUS
 
+# The check of a job that takes more hosts than its template's `max`: the catalog pass
+# cannot place it wholly there, but one that spreads may still run on free real hosts
+# with the rest on the template (sched/holds_real.py; admission: sched/ever.py).
+BEYOND_MAX = "max"
+
 
 class TemplateSupply:
     """One template's virtual hosts in this session."""
@@ -34,6 +39,7 @@ class TemplateSupply:
         "in_flight_total",
         "index",
         "jobs",
+        "kept",
         "lead",
         "new",
         "resources",
@@ -68,6 +74,9 @@ class TemplateSupply:
         self.arrival: dict[int, float] = {}  # opened host -> when it is expected
 
         self.jobs: list[int] = []
+        # New hosts kept for jobs wider than the template's max that ask for them
+        # later (sched/holds_wide.py): (how many, from when)
+        self.kept: list[tuple[int, float]] = []
         self.empty, self.resources = virtual
         self.held_back = held_back
         self._no_more: Failure | None = None
@@ -79,6 +88,15 @@ class TemplateSupply:
         if self.in_flight <= 0:
             return math.inf
         return self.arrivals[self.in_flight_total - self.in_flight]
+
+    def allowed_until(self, end: float) -> int:
+        """New hosts a job whose hosts would be busy until `end` may still open: the
+        allowance less the hosts kept for jobs that start before then."""
+        allowed = self.allowance
+        for count, start in self.kept:
+            if end > start:
+                allowed -= count
+        return allowed
 
     @property
     def no_more(self) -> Failure:
@@ -135,7 +153,7 @@ def template_verdict(
             )
         elif math.ceil(bucket.n / per_host) > template.max:
             verdict = Failure(
-                RESOURCE, "shape",
+                RESOURCE, BEYOND_MAX,
                 f"template {template.name} would need {math.ceil(bucket.n / per_host)} "
                 f"hosts for the job, max {template.max}",
             )

@@ -1,0 +1,122 @@
+"""A job wider than its template's max runs on real hosts with all the template's
+hosts (sched/holds_wide.py; admission: sched/ever.py; docs/scheduling.md section 6,
+"Wider than a template's max").
+
+Four static one-slot hosts n01-n04; template burst has one-slot hosts, max 2, lead
+time 120 s. Job 1 runs on n01 until its limit, job 2 on n02 until 3000. Job 8 (5
+slots, limit 500) is wider than the static hosts (4) and than burst's max (2): it
+runs on both, 3 real slots and 2 burst hosts. The clock is at 1000, so new burst
+hosts would join at 1120.
+"""
+
+from __future__ import annotations
+
+from test_scenarios_plan import reservations
+
+CLUSTER = """
+now: {now}
+cluster:
+  reserve_depth: 1
+  hosts: [{{name: "n[01-04]", slots: 1}}]
+  queues: [{{name: normal, priority: 30, backfill: true}}]
+  catalog:
+    idle_time: 600
+    templates: [{{name: burst, provider: cloud, slots: 1, max: 2, expected_lead_time: 120}}]
+jobs:
+  - {{id: 1, n: 1, state: RUN, hosts: {{n01: 1}}, start: 0, run_limit: {end}}}
+  - {{id: 2, n: 1, state: RUN, hosts: {{n02: 1}}, start: 0, run_limit: 3000}}
+  - {{id: 8, n: 5, submit: 10, run_limit: 500}}
+"""
+
+
+def scenario(end: float, *jobs: str, now: float = 1000) -> str:
+    return CLUSTER.format(now=now, end=end) + "".join(f"  - {job}\n" for job in jobs)
+
+
+ASKED = [{"template": "burst", "count": 2, "in_flight_used": 0, "jobs": [8]}]
+
+
+def holds(s) -> list[tuple[int, float, dict[str, int]]]:
+    return [(h["job"], h["start"], h["hosts"]) for h in s.json.get("holds", [])]
+
+
+def test_real_hosts_free_before_the_template_hosts_come_it_asks_now(session):
+    """n01 frees at 1001 (job 1 is past its limit), so by 1120 the three free real
+    hosts n01, n03, n04 and two new burst hosts take job 8: it holds all five from 1120
+    and asks for the two burst hosts now."""
+    s = session(scenario(1000))
+    assert s.demand["hosts"] == ASKED
+    assert holds(s) == [(8, 1120.0, {"burst:virtual": 2, "n01": 1, "n03": 1, "n04": 1})]
+    assert s.reason(8) == (
+        "Waiting for provisioning: fits on template burst (2 new hosts requested this "
+        "session); holds 3 slots on 3 hosts (3 static)"
+    )
+
+
+def test_real_hosts_free_later_the_template_hosts_are_asked_for_in_time(session):
+    """n01 frees at 2000: hosts asked for now would idle from 1120 to 2000. Job 8 is
+    booked on n01, n03 and n04 from 2000 and asks for nothing yet; the session's
+    next_due is 1880, when hosts asked for join by 2000."""
+    s = session(scenario(2000))
+    assert s.demand["hosts"] == [], "nothing is asked for before 1880"
+    assert s.json["next_due"] == 1880.0
+    assert s.reason(8) == (
+        "Reserved: expected to start at 2000 (in 17 min) on n01 n03 n04 (1 slot each) "
+        "with 2 more slots on hosts of template burst, to be requested at 1880 (in 15 "
+        "min) so that they join by then (the job is wider than the template's max of 2 "
+        "hosts)"
+    )
+
+
+def test_at_its_due_time_it_asks_for_the_template_hosts(session):
+    s = session(scenario(2000, now=1880))
+    assert s.demand["hosts"] == ASKED
+    assert holds(s) == [(8, 2000.0, {"burst:virtual": 2, "n01": 1, "n03": 1, "n04": 1})]
+
+
+def test_a_later_job_takes_neither_the_booked_real_hosts_nor_the_template_hosts(session):
+    """Job 9 (1 slot, limit 5000) would hold n03 past 2000 and a burst host is job 8's:
+    it waits for n01 after job 8 (2500) and buys nothing."""
+    s = session(scenario(2000, "{id: 9, n: 1, submit: 20, run_limit: 5000}"))
+    assert s.dispatched == {}
+    assert s.demand["hosts"] == []
+    assert reservations(s.json) == [(9, 2500.0, {"n01": 1})]
+    assert s.reason(9) == (
+        "Reserved: expected to start at 2500 (in 25 min) on n01 (1 slot); template burst "
+        "allows no more hosts (max 2)"
+    )
+
+
+def test_a_short_job_backfills_the_booked_real_hosts(session):
+    """Job 9 (limit 500) ends at 1500, before job 8's start at 2000: it runs on n03."""
+    s = session(scenario(2000, "{id: 9, n: 1, submit: 20, run_limit: 500}"))
+    assert s.dispatched == {9: {"n03": 1}}
+    assert s.result.backfilled == [9]
+
+
+def test_a_job_wider_than_the_static_hosts_and_the_template_max_is_refused(session):
+    s = session(scenario(2000, "{id: 9, n: 7, submit: 20}"))
+    assert s.reason(9) == (
+        "No host or template can ever run this job: job requests 7 slots; the most this "
+        "cluster offers is 6 (the static hosts with template burst (max 2))"
+    )
+
+
+def test_the_template_hosts_kept_for_it_take_only_jobs_that_end_by_its_start(session):
+    """Queue cloud runs on burst hosts alone. Until job 8 asks for its two burst hosts
+    (at 1880, to join by 2000), a job may have new burst hosts only if it is done by
+    2000: job 9 (limit 500: 1120 to 1620) gets one; job 10 (limit 5000) gets none."""
+    text = scenario(
+        2000,
+        "{id: 9, n: 1, submit: 20, queue: cloud, run_limit: 500}",
+        "{id: 10, n: 1, submit: 30, queue: cloud, run_limit: 5000}",
+    ).replace(
+        "queues: [{name: normal, priority: 30, backfill: true}]",
+        'queues: [{name: normal, priority: 30, backfill: true}, '
+        '{name: cloud, priority: 20, backfill: true, hosts: ["template:burst"]}]',
+    )
+    s = session(text)
+    assert s.demand["hosts"] == [
+        {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [9]}
+    ]
+    assert s.reason(10) == "Template burst allows no more hosts (max 2)"
