@@ -49,8 +49,8 @@ def test_the_host_requested_for_a_later_job_goes_to_that_job(session):
     assert s.demand["hosts"] == [], "nothing more is requested for job 10"
     assert s.reason(8) == (
         "Reserved: expected to start at 2000 (in 17 min) on n01 n02 (4 slots each); "
-        "no template can host this job: template burst would need 2 hosts for the "
-        "job, max 1"
+        "no template can host this job wholly (template burst would need 2 hosts for "
+        "the job, max 1): waiting for free hosts to run it with the template's"
     ), "its reservation, then why no new host could start it sooner"
 
 

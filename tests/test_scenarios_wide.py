@@ -120,3 +120,17 @@ def test_the_template_hosts_kept_for_it_take_only_jobs_that_end_by_its_start(ses
         {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [9]}
     ]
     assert s.reason(10) == "Template burst allows no more hosts (max 2)"
+
+
+def test_without_reservations_it_holds_only_real_hosts_free_when_the_template_hosts_come(session):
+    """reserve_depth 0: no reservation ahead of time. n01 frees at 2000, after new burst
+    hosts would come (1120): job 8 holds nothing, asks for nothing and waits."""
+    s = session(scenario(2000).replace("reserve_depth: 1", "reserve_depth: 0"))
+    assert s.demand["hosts"] == []
+    assert "next_due" not in s.json or s.json["next_due"] is None
+    assert s.reason(8) == (
+        "No template can host this job wholly (template burst would need 5 hosts for the "
+        "job, max 2): waiting for free hosts to run it with the template's"
+    )
+    held = session(scenario(1000).replace("reserve_depth: 1", "reserve_depth: 0"))
+    assert held.demand["hosts"] == ASKED, "n01 is free by 1120: it holds and asks"

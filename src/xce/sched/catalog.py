@@ -37,7 +37,7 @@ from xce.sched.share_order import local_until, merge_key
 from xce.sched.state import SchedulerState
 from xce.sched.supply_state import arrivals
 from xce.sched.tokens import TokenSupply, TokenUse, cover, lending
-from xce.sched.virtual import TemplateSupply, static_verdict, virtual_of
+from xce.sched.virtual import BEYOND_MAX, TemplateSupply, static_verdict, virtual_of
 
 
 class Placed:
@@ -102,6 +102,12 @@ def _no_template(bucket: Bucket, verdicts: list[Failure | None]) -> Failure | No
             RESOURCE, "select", f"No template can host this job: select[{bucket.req.select.text}]"
         )
     shape = next(v for v in checks if v.check != "select")
+    if shape.check == BEYOND_MAX and bucket.plain:  # (admitted: sched/holds_wide.py)
+        return Failure(
+            RESOURCE, shape.check,
+            f"No template can host this job wholly ({shape.detail}): waiting for free "
+            "hosts to run it with the template's",
+        )
     return Failure(RESOURCE, shape.check, f"No template can host this job: {shape.detail}")
 
 

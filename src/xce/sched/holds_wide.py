@@ -51,7 +51,10 @@ def hold_wide(
         return None
     need = bucket.n - count * per_host  # (> 0: more hosts than its max)
     arrival = holds.arrival(template, count)
-    found = _real_part(plan, bucket, need, arrival)
+    # (reserve_depth 0: no reservation on real hosts ahead of their time, as for any
+    # job; it holds those free by the time the template's hosts would come)
+    latest = arrival if not holds.state.config.reserve_depth else math.inf
+    found = _real_part(plan, bucket, need, arrival, latest)
     if found is None:
         return None
     start, share = found
@@ -84,11 +87,11 @@ def asked_later(hold: JoinedHold, now: float) -> Failure:
 
 
 def _real_part(
-    plan: Plan, bucket: Bucket, need: int, arrival: float
+    plan: Plan, bucket: Bucket, need: int, arrival: float, latest: float
 ) -> tuple[float, dict[int, int]] | None:
-    """The earliest time from `arrival` at which `need` slots of the open hosts the
-    bucket may use stay free over its window on the profile, and those slots (most
-    free first, then by label)."""
+    """The earliest time from `arrival`, and no later than `latest`, at which `need`
+    slots of the open hosts the bucket may use stay free over its window on the
+    profile, and those slots (most free first, then by label)."""
     elig = bucket.eligible
     assert isinstance(elig, Eligible)
     free_slots, window = plan.cap.free_slots, bucket.limit
@@ -104,7 +107,7 @@ def _real_part(
         total += steps[at][1]
         at += 1
     candidates = [(arrival, total)]
-    while at < len(steps):
+    while at < len(steps) and steps[at][0] <= latest:
         time = steps[at][0]
         while at < len(steps) and steps[at][0] == time:
             total += steps[at][1]
