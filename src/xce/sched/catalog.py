@@ -340,7 +340,7 @@ class CatalogPass:
         # Then new hosts: first of a template with hosts in flight, for the rest of a
         # job on them (in-flight hosts are not left as surplus while new ones are
         # asked for: issue 18's "in-flight first"), then of the others.
-        for supply in flying + [u for u in usable if u not in flying]:
+        for supply in (flying + [u for u in usable if u not in flying]) if flying else usable:
             if (shape, supply.index) in dead or (
                 supply.allowance == 0 and supply.in_flight == 0 and supply.free_total < n
             ):

@@ -262,16 +262,10 @@ def _with_static(
     """Whether the static hosts with all the hosts one of these templates may have
     could take a job of the bucket together: a job of slots alone may run on both
     (sched/holds_wide.py plans it so)."""
-    if not _spreads(bucket):
+    if not bucket.plain:
         return False
     static = _static_slots(hosts, rooms)
     return any(static + t.max * room_of(bucket, t) >= bucket.n for t in beyond)
-
-
-def _spreads(bucket: Bucket) -> bool:
-    """Whether a job of the bucket may run on real hosts with the rest on hosts of a
-    template that cannot take it wholly (sched/holds_wide.py: slots alone)."""
-    return bucket.plain
 
 
 def _static_slots(hosts: Hosts, rooms: list[tuple[int, int]]) -> int:
@@ -383,7 +377,7 @@ def too_big(
         )
     totals = [(sum(r * c for r, c in rooms), "all hosts")]
     totals += [(room * t.max, f"template {t.name} (max {t.max})") for t, room in troom]
-    if _spreads(bucket) and troom:
+    if bucket.plain and troom:  # (slots alone: static hosts and a template together)
         static = _static_slots(hosts, rooms)
         totals += [
             (static + room * t.max, f"the static hosts with template {t.name} (max {t.max})")

@@ -73,7 +73,7 @@ class ElasticHolds:
         self._new: dict[str, int] = {}  # new hosts given to holds so far
         # The soonest time a hold asks for hosts it could not ask for yet: a job wider
         # than its template's max, whose real hosts free up after new hosts would
-        # come (sched/holds_real.py): the session's next_due.
+        # come (sched/holds_wide.py): the session's next_due.
         self.due = math.inf
 
     def hold(self, bucket: Bucket, job: int, plan: Plan) -> JoinedHold | None:

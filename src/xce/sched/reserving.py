@@ -14,6 +14,7 @@ from xce.sched.earliest import earliest_start
 from xce.sched.failure import Failure, Settled
 from xce.sched.holds import JoinedHold
 from xce.sched.holds_real import hold_on_real
+from xce.sched.holds_wide import asked_later
 from xce.sched.plan import Plan
 from xce.sched.quiet import placed_again, start_again
 from xce.sched.reasons import RESOURCE, clock, on_hosts, reserved, span
@@ -99,13 +100,8 @@ def hold(real: RealPass, bucket: Bucket, job: PendingJob, failure: Failure) -> b
 
 def _held_detail(hold: JoinedHold, failure: Failure, now: float) -> str:
     slots = sum(hold.hosts.values())
-    if hold.asks_at > now:  # (sched/holds_wide.py)
-        return (
-            f"{failure.detail}. Reserved: {slots} slots on {on_hosts(hold.booked.hosts)} "
-            f"from {clock(hold.start)} (in {span(hold.start - now)}), when they are "
-            f"free over its window; its other {hold.rest} slots are to come from "
-            f"template {hold.template.name}, asked for once they would come by then"
-        )
+    if hold.asks_at > now:  # (its pend reason's words: sched/holds_wide.py)
+        return f"{failure.detail}. {asked_later(hold, now).reason}"
     return (
         f"{failure.detail}. Held: {slots} slots on {on_hosts(hold.booked.hosts)} "
         f"({_held_from(hold)}) from {clock(hold.start)} "

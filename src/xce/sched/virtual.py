@@ -17,7 +17,7 @@ from xce.sched.usage import NGPUS
 
 # The check of a job that takes more hosts than its template's `max`: the catalog pass
 # cannot place it wholly there, but one that spreads may still run on free real hosts
-# with the rest on the template (sched/holds_real.py; admission: sched/ever.py).
+# with the rest on the template (sched/holds_wide.py; admission: sched/ever.py).
 BEYOND_MAX = "max"
 
 
