@@ -214,18 +214,23 @@ def test_nothing_is_bought_for_a_job_whose_reservation_starts_first(session):
     assert [hold["job"] for hold in s.json["holds"]] == [11]
 
 
+# One 4-slot host n01 and a burst template of the same hosts that join in 300 s.
+ONE_HOST = """
+now: 1000
+cluster:
+  hosts: [{{name: n01, slots: 4}}]
+  queues: [{{name: normal{backfill}}}]
+  catalog:
+    templates:
+      - {{name: burst, provider: cloud, slots: 4, max: 10, expected_lead_time: 300}}
+jobs:
+"""
+
+
 def test_nothing_is_bought_for_a_job_a_dispatch_of_this_session_makes_room_for(session):
     # Job 9 starts now on the only host, n01, until 1100 (its limit): job 10 fits
     # there from 1100, before a new host could join (1300). No host is bought.
-    s = session("""
-now: 1000
-cluster:
-  hosts: [{name: n01, slots: 4}]
-  queues: [{name: normal, backfill: true}]
-  catalog:
-    templates:
-      - {name: burst, provider: cloud, slots: 4, max: 10, expected_lead_time: 300}
-jobs:
+    s = session(ONE_HOST.format(backfill=", backfill: true") + """\
   - {id: 9, n: 4, submit: 5, run_limit: 100}
   - {id: 10, n: 4, submit: 10, run_limit: 50}
 """)
@@ -238,18 +243,10 @@ jobs:
 
 
 def test_a_dispatch_frees_its_hosts_at_its_own_limit_in_a_queue_without_backfill(session):
-    # With reserve_depth 0 and a queue without backfill, jobs alike but for their run
-    # limits share a bucket; the job started now still ends at its own limit (1100),
-    # so job 10 is served there before a new host could join (1300).
-    s = session("""
-now: 1000
-cluster:
-  hosts: [{name: n01, slots: 4}]
-  queues: [{name: normal}]
-  catalog:
-    templates:
-      - {name: burst, provider: cloud, slots: 4, max: 10, expected_lead_time: 300}
-jobs:
+    # With reserve_depth 0 and a queue without backfill, the job started now still
+    # ends at its own limit (1100), so job 10 is served there before a new host could
+    # join (1300).
+    s = session(ONE_HOST.format(backfill="") + """\
   - {id: 9, n: 4, submit: 5, run_limit: 100}
   - {id: 10, n: 4, submit: 10, run_limit: 50}
 """)
@@ -262,15 +259,7 @@ def test_a_pending_job_booked_on_real_capacity_ends_at_its_own_limit(session):
     # reserve_depth 0, a queue without backfill: job 10 is booked on n01 from 1100
     # (job 1's limit) until 1150, its own limit, so job 11 fits there from 1150,
     # before a new host could join (1300): nothing is bought for either.
-    s = session("""
-now: 1000
-cluster:
-  hosts: [{name: n01, slots: 4}]
-  queues: [{name: normal}]
-  catalog:
-    templates:
-      - {name: burst, provider: cloud, slots: 4, max: 10, expected_lead_time: 300}
-jobs:
+    s = session(ONE_HOST.format(backfill="") + """\
   - {id: 1, n: 4, state: RUN, hosts: {n01: 4}, start: 0, run_limit: 1100}
   - {id: 10, n: 4, submit: 10, run_limit: 50}
   - {id: 11, n: 3, submit: 20, run_limit: 5000}
