@@ -549,14 +549,14 @@ JOBS = st.lists(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(JOBS, st.booleans(), st.sampled_from([0, 1]))
+@given(JOBS, st.booleans(), st.sampled_from([0, 1, 2]))
 def test_random_workloads_decide_as_full_sessions(
     rows: list[Row], backfill: bool, depth: int
 ) -> None:
     """Random workloads on six one-slot hosts, two queues and user priorities (a job
     submitted later may come before jobs that pend, or before the one that reserved),
-    with or without backfill, depth 0 or 1: every session's decisions equal a full
-    session's."""
+    with or without backfill, depth 0 to 2 (with 2 no session leaves a memo): every
+    session's decisions equal a full session's."""
     replay(Twins(cluster(6, backfill=backfill, depth=depth)), workload(rows))
 
 
@@ -642,3 +642,28 @@ def test_random_workloads_of_users_at_their_limits(
         submit += gap
         jobs.append(Job(i + 1, submit, float(run), n, limit, queue, 0, user))
     replay(Twins(limited(8, 4, 6)), jobs)
+
+
+def test_an_end_that_frees_a_users_limit_for_a_job_before_the_reserved_one() -> None:
+    """Seven hosts, alice at most 2 slots. Bob's job 1 and erin's job 2 (2 hosts
+    each, limit 100) and alice's job 3 (2 hosts, limit 50) run; alice's job 4 (1 host,
+    no limit) pends at her limit; carol's job 5 (7 hosts) reserves every host from
+    100, 4 slots short just before then. Job 3 ends at 50, freeing 2 slots (less than
+    the shortfall) and alice's limit: job 4 starts on h005 for ever, so job 5 can never
+    start and takes no reservation, and dave's job 6 (limit 1000, submitted then)
+    starts on h006. With limits an end can let a job before the reserved one start:
+    the memo keeps no shortfall (sched/quiet.py `remember`), and the reservation is
+    found again."""
+    twins = Twins(cluster(7) + "limits:\n  - {name: alice, users: [alice], slots: 2}\n")
+    twins.submit(JobSpec(id=1, user="bob", n=2, run_limit=100),
+                 JobSpec(id=2, user="erin", n=2, run_limit=100),
+                 JobSpec(id=3, user="alice", n=2, run_limit=50))
+    assert [job for job, _hosts in twins.session(0)] == [1, 2, 3]
+    twins.submit(JobSpec(id=4, user="alice", n=1, submit=1),
+                 JobSpec(id=5, user="carol", n=7, run_limit=100, submit=1))
+    assert twins.session(1) == []
+    memo = twins.quiet.quiet
+    assert memo is not None and memo.start == 100 and memo.need == 0
+    twins.apply(JobFinished(job=3, time=50))
+    twins.submit(JobSpec(id=6, user="dave", n=1, run_limit=1000, submit=50))
+    assert twins.session(50) == [(4, {"h005": 1}), (6, {"h006": 1})]
