@@ -53,7 +53,9 @@ def _why(n: int, res: str, queue: str = "", gpus: int = 0, text: str = CLUSTER) 
          "with template big (max 2))"),
         (33, "rusage[mem=1000]",  # not slots alone: wholly on the static hosts or one template
          "job requests 33 slots with mem=1000 per slot; the most this cluster offers is 32 "
-         "(template big (max 2))"),
+         "(template big (max 2)); static hosts and a template's hosts run a job together "
+         "only when it asks for slots alone (no span[], per-slot consumable, GPU, shared "
+         "resource, order[] or -x)"),
         (33, "span[ptile=1]",
          "job requests 33 hosts of 1 slots (span[ptile=1]); the most this cluster offers "
          "is 2 such hosts (template big (max 2))"),

@@ -134,3 +134,94 @@ def test_without_reservations_it_holds_only_real_hosts_free_when_the_template_ho
     )
     held = session(scenario(1000).replace("reserve_depth: 1", "reserve_depth: 0"))
     assert held.demand["hosts"] == ASKED, "n01 is free by 1120: it holds and asks"
+
+
+def test_the_hold_asked_for_later_is_listed_with_the_hosts_to_come(session):
+    """The session result's `holds` lists the real part booked from 2000 and the two
+    burst slots still to come (FORMATS.md keeps `reservations` for reserve_depth)."""
+    s = session(scenario(2000))
+    assert holds(s) == [(8, 2000.0, {"n01": 1, "n03": 1, "n04": 1, "burst:virtual": 2})]
+    assert reservations(s.json) == []
+
+
+NO_BACKFILL = """
+now: 1000
+cluster:
+  reserve_depth: 1
+  hosts: [{name: "n[01-04]", slots: 1}]
+  queues:
+    - {name: normal, priority: 30}
+    - {name: urgent, priority: 50, backfill: true, hosts: [all]}
+  catalog:
+    idle_time: 600
+    templates: [{name: burst, provider: cloud, slots: 1, max: 2, expected_lead_time: 120}]
+jobs:
+  - {id: 1, n: 1, state: RUN, hosts: {n01: 1}, start: 0, run_limit: 3000}
+  - {id: 5, n: 4, queue: urgent, submit: 5, run_limit: 1000}
+  - {id: 8, n: 5, submit: 10, run_limit: 500}
+"""
+
+
+def test_in_a_queue_without_backfill_the_real_part_is_free_for_ever(session):
+    """Queue normal has no backfill: job 8's real part must be free for ever from its
+    start, not over its limit alone. Job 5 (urgent) is reserved on n01-n04 from 3000
+    to 4000. Over its limit n02-n04 are free from 1120 (hosts bought for that start
+    would join and never run it: it could not start on capacity job 5 needs); for
+    ever, from 4000: it asks for nothing before 3880."""
+    s = session(NO_BACKFILL)
+    assert s.demand["hosts"] == []
+    assert reservations(s.json) == [(5, 3000.0, {"n01": 1, "n02": 1, "n03": 1, "n04": 1})]
+    assert holds(s) == [(8, 4000.0, {"n01": 1, "n02": 1, "n03": 1, "burst:virtual": 2})]
+    assert s.json["next_due"] == 3880.0
+
+
+def test_hosts_in_flight_are_not_waited_for_when_the_real_part_frees_later(session):
+    """Two burst hosts are in flight (requested at 990, due at 1110); the real part
+    frees at 2000. Hosts asked for at 1880 join by 2000 (lead 120 s), whatever the
+    in-flight ones would do: the job asks then, and the in-flight hosts are surplus."""
+    text = scenario(2000).replace(
+        "jobs:\n", "supply:\n  in_flight: {burst: 2}\n  requested: {burst: [990, 990]}\njobs:\n"
+    )
+    s = session(text)
+    assert s.demand["hosts"] == []
+    assert s.json["next_due"] == 1880.0
+    assert holds(s) == [(8, 2000.0, {"n01": 1, "n03": 1, "n04": 1, "burst:virtual": 2})]
+
+
+RANKED = """
+now: 1000
+cluster:
+  reserve_depth: 1
+  hosts: [{name: "n[01-04]", slots: 1}]
+  queues: [{name: normal, priority: 30, backfill: true}]
+  catalog:
+    idle_time: 600
+    templates:
+      - {name: a, provider: cloud, slots: 1, max: 2, rank: 10, expected_lead_time: 120}
+      - {name: b, provider: cloud, slots: 1, max: 3, rank: 20, expected_lead_time: 120}
+jobs:
+  - {id: 1, n: 1, state: RUN, hosts: {n01: 1}, start: 0, run_limit: 5000}
+  - {id: 8, n: 6, submit: 10, run_limit: 500}
+"""
+
+
+def test_a_template_that_starts_the_job_sooner_wins_over_rank(session):
+    """Job 8 (6 slots) is wider than both templates. With a (rank 10, max 2) it needs
+    all four static hosts, so it would start when n01 frees at 5000; with b (rank 20,
+    max 3) three free static hosts do, from 1120: it takes b and asks for three
+    hosts now."""
+    s = session(RANKED)
+    assert s.demand["hosts"] == [{"template": "b", "count": 3, "in_flight_used": 0, "jobs": [8]}]
+    assert holds(s) == [(8, 1120.0, {"n02": 1, "n03": 1, "n04": 1, "b:virtual": 3})]
+
+
+def test_a_job_not_of_slots_alone_is_refused_saying_why(session):
+    """Job 9 (6 slots with order[]) would fit the static hosts with burst's max, as
+    job 8 does, but only a job of slots alone runs on both: the refusal says so."""
+    s = session(scenario(2000, '{id: 9, n: 6, res: "order[-slots]", submit: 20}'))
+    assert s.reason(9) == (
+        "No host or template can ever run this job: job requests 6 slots; the most this "
+        "cluster offers is 4 (all hosts); static hosts and a template's hosts run a job "
+        "together only when it asks for slots alone (no span[], per-slot consumable, GPU, "
+        "shared resource, order[] or -x)"
+    )

@@ -19,12 +19,8 @@ from xce.model.result import (
 from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.catalog import CatalogPass, Outcome, Placed
 from xce.sched.realpass import Failure, Settled
-from xce.sched.reasons import PROVISIONING, RESERVED, RESOURCE, reserved_and
+from xce.sched.reasons import PROVISIONING, RESERVED, RESOURCE, plural, reserved_and
 from xce.sched.served import SERVED
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def waiting_reason(placed: Placed) -> str:
@@ -33,18 +29,18 @@ def waiting_reason(placed: Placed) -> str:
     supply = placed.template
     if supply is not None:
         if placed.new_hosts:
-            detail = f"{_plural(supply.new, 'new host')} requested this session"
+            detail = f"{plural(supply.new, 'new host')} requested this session"
         else:
-            detail = f"{_plural(supply.in_flight_total, 'host')} in flight"
+            detail = f"{plural(supply.in_flight_total, 'host')} in flight"
         parts.append(
             f"Waiting for provisioning: fits on template {supply.template.name} ({detail})"
         )
         if placed.joined:
-            held = _plural(sum(placed.joined.values()), "slot")
+            held = plural(sum(placed.joined.values()), "slot")
             if placed.static:  # (free static hosts too: sched/holds_real.py)
-                where = f"{_plural(len(placed.joined), 'host')} ({placed.static} static)"
+                where = f"{plural(len(placed.joined), 'host')} ({placed.static} static)"
             else:
-                where = _plural(len(placed.joined), "joined host")
+                where = plural(len(placed.joined), "joined host")
             parts.append(f"holds {held} on {where}")
     for use in placed.tokens:
         if use.short <= 0:
@@ -162,16 +158,25 @@ def supply_holds(
     (by name) and `<template>:virtual` for the slots on hosts still to come."""
     names = catalog.state.names
     found: list[Reservation] = []
-    held = catalog.holds.held if catalog.holds is not None else {}
+    holds = catalog.holds
+    held = holds.held if holds is not None else {}
+    later = holds.later if holds is not None else {}
     for settled, members, outcome in outcomes:
         if not isinstance(outcome, Placed) or outcome.template is None:
             # A job holding joined hosts that the rest of its supply cannot reach
-            # still holds them this session (the real pass booked them).
-            for job in members if held else ():
+            # still holds them this session (the real pass booked them); one wider
+            # than its template's max that asks for the rest later holds its real
+            # hosts, the rest to come (sched/holds_wide.py).
+            for job in members if held or later else ():
                 hold = held.get(job.id)
                 if hold is not None:
-                    booked = hold.booked
-                    found.append(msgspec.structs.replace(booked, virtual=True))
+                    found.append(msgspec.structs.replace(hold.booked, virtual=True))
+                    continue
+                hold = later.get(job.id)
+                if hold is not None:
+                    hosts = dict(hold.booked.hosts)
+                    hosts[f"{hold.template.name}:virtual"] = hold.rest
+                    found.append(msgspec.structs.replace(hold.booked, hosts=hosts, virtual=True))
             continue
         joined = outcome.joined
         hosts = {names[index]: slots for index, slots in joined.items()}

@@ -377,15 +377,26 @@ def too_big(
         )
     totals = [(sum(r * c for r, c in rooms), "all hosts")]
     totals += [(room * t.max, f"template {t.name} (max {t.max})") for t, room in troom]
-    if bucket.plain and troom:  # (slots alone: static hosts and a template together)
-        static = _static_slots(hosts, rooms)
-        totals += [
-            (static + room * t.max, f"the static hosts with template {t.name} (max {t.max})")
-            for t, room in troom
-        ]
+    combined = [  # (slots alone: static hosts and a template together)
+        (_static_slots(hosts, rooms) + room * t.max,
+         f"the static hosts with template {t.name} (max {t.max})")
+        for t, room in troom
+    ]
+    if bucket.plain:
+        totals += combined
     largest, at = max(totals)
     with_ = f" with {asked(1)} per slot" if per_slot else ""
-    return f"job requests {n} slots{with_}; the most this cluster offers{among} is {largest} ({at})"
+    why = ""
+    if not bucket.plain and max(combined, default=(0, ""))[0] >= n:
+        why = (
+            "; static hosts and a template's hosts run a job together only when it asks "
+            "for slots alone (no span[], per-slot consumable, GPU, shared resource, order[] "
+            "or -x)"
+        )
+    return (
+        f"job requests {n} slots{with_}; the most this cluster offers{among} is {largest} "
+        f"({at}){why}"
+    )
 
 
 def room_of(bucket: Bucket, template: HostTemplate) -> int:

@@ -23,7 +23,7 @@ from xce.model.cluster import HostTemplate
 from xce.sched.buckets import Bucket
 from xce.sched.eligibility import Eligible
 from xce.sched.holds import ElasticHolds, JoinedHold, empty_room, take_share
-from xce.sched.holds_wide import hold_wide
+from xce.sched.holds_wide import WideOption, hold_wide, wide_option
 from xce.sched.placement import most_room_first
 from xce.sched.plan import Plan
 from xce.sched.state import SchedulerState
@@ -38,11 +38,18 @@ def hold_on_real(holds: ElasticHolds, bucket: Bucket, job: int, plan: Plan) -> J
         return None
     n = bucket.n
     free: dict[int, int] | None = None  # (found once a template lacks room for all)
+    later: WideOption | None = None  # the soonest wide start asked for later
     for template, per_host, beyond in _holdable(holds.state, bucket):
         if beyond:  # (more hosts than the template's max: sched/holds_wide.py)
-            wide = hold_wide(holds, bucket, job, plan, template, per_host)
-            if wide is not None:
-                return wide
+            option = wide_option(holds, bucket, plan, template, per_host)
+            if option is None:
+                continue
+            if option.asks_at <= holds.now:  # (it holds both now)
+                return hold_wide(holds, bucket, job, plan, option)
+            # (a start later than new hosts could come: another template may start
+            # it sooner; the first by rank of the soonest)
+            if later is None or option.start < later.start:
+                later = option
             continue
         if holds.room_for(template, -(-n // per_host)):
             return None  # (hot: the usual case) it could go wholly on new hosts
@@ -55,7 +62,7 @@ def hold_on_real(holds: ElasticHolds, bucket: Bucket, job: int, plan: Plan) -> J
         hold = _hold(holds, bucket, job, plan, template, per_host, free)
         if hold is not None:
             return hold
-    return None
+    return hold_wide(holds, bucket, job, plan, later) if later is not None else None
 
 
 def _holdable(state: SchedulerState, bucket: Bucket) -> list[tuple[HostTemplate, int, bool]]:

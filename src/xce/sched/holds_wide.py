@@ -15,13 +15,17 @@ profile (their running jobs' planned ends, this session's dispatches, earlier
 reservations and holds). From then on later jobs may use those real hosts only as
 backfill that ends before the start.
 
-* The real part frees no later than the template's hosts would come: the job holds
-  both from then (a hold, as for joined hosts: the catalog pass places the rest on
-  the template, which is demand now).
+* The real part frees no later than new hosts asked for now would come (now plus
+  the template's lead time): the job holds both from its start (a hold, as for
+  joined hosts: the catalog pass places the rest on the template, in flight first,
+  which is demand now).
 * The real part frees later: asking now would leave the hosts idle until then, so
-  only the real part is booked, and nothing is asked for yet; the hold's `due` is when
-  asking makes the hosts come just in time (the start less the time to get them),
-  and the session's next_due names it, so a session runs then with no other event.
+  only the real part is booked, and nothing is asked for yet (hosts in flight it
+  would have had are surplus); the hold's `due` is when asking makes new hosts come
+  just in time (the start less the lead time), and the session's next_due names it,
+  so a session runs then with no other event.
+* Of several templates, the job takes the first by rank that it could hold now, else
+  the one that starts it soonest (the first by rank of those).
 """
 
 from __future__ import annotations
@@ -35,17 +39,36 @@ from xce.sched.failure import Failure
 from xce.sched.holds import ElasticHolds, JoinedHold, take_share
 from xce.sched.placement import most_room_first
 from xce.sched.plan import HostProfile, Plan, profile_of
-from xce.sched.reasons import RESOURCE, clock, reserved, span
+from xce.sched.reasons import RESOURCE, clock, plural, reserved, span
 from xce.sched.virtual import BEYOND_MAX
 
 
-def hold_wide(
-    holds: ElasticHolds, bucket: Bucket, job: int, plan: Plan, template: HostTemplate,
-    per_host: int,
-) -> JoinedHold | None:
-    """Book `job` on the hosts of `template` that can come and on real hosts for the
-    rest (see the module); None when the template can send none or real hosts never
-    free up enough."""
+class WideOption:
+    """Where a job wider than `template`'s max could run (see the module): `count`
+    hosts of the template, expected at `arrival`, and `share` (index -> slots) of
+    real hosts, from `start`; new hosts asked for at `asks_at` (the start less the
+    template's lead time) would join by then."""
+
+    __slots__ = ("arrival", "asks_at", "count", "share", "start", "template")
+
+    def __init__(
+        self, template: HostTemplate, count: int, arrival: float, start: float,
+        share: dict[int, int], lead_time: float,
+    ) -> None:
+        self.template = template
+        self.count = count
+        self.arrival = arrival
+        self.start = start
+        self.share = share
+        self.asks_at = start - lead_time
+
+
+def wide_option(
+    holds: ElasticHolds, bucket: Bucket, plan: Plan, template: HostTemplate, per_host: int
+) -> WideOption | None:
+    """Where `bucket`'s job could run with the hosts of `template` that can come (see
+    the module), found without booking it; None when the template can send none or
+    real hosts never free up enough."""
     count = min(holds.to_come(template), -(-bucket.n // per_host))
     if count <= 0:
         return None
@@ -57,17 +80,28 @@ def hold_wide(
     found = _real_part(plan, bucket, need, arrival, latest)
     if found is None:
         return None
-    start, share = found
+    lead = holds.state.lead_time(template.name)
+    return WideOption(template, count, arrival, found[0], found[1], lead)
+
+
+def hold_wide(holds: ElasticHolds, bucket: Bucket, job: int, plan: Plan,
+              option: WideOption) -> JoinedHold:
+    """Book `job` where `option` runs it: holding both parts, or, when new hosts
+    asked for now would join before the real part starts, the real part alone,
+    asking for the hosts at `option.asks_at` (in-flight hosts it counted on are then
+    surplus)."""
+    template, share, start = option.template, option.share, option.start
     rest = bucket.n - sum(share.values())
     given = holds.start_of(template, bucket, rest, 0)  # (its hosts: no later job's)
-    assert given == arrival
+    assert given == option.arrival
     booked = plan.book(job, start, bucket.limit, share, bucket.use)
     hold = JoinedHold(template, share, rest, (), start, booked)
     provisioned = holds.state.provisioned
     hold.static = len(share) - len(provisioned.keys() & share.keys())
-    if start > arrival:  # too soon to ask: asked for when they would come by then
-        hold.asks_at = holds.now + (start - arrival)
-        holds.due = min(holds.due, hold.asks_at)
+    asks_at = option.asks_at
+    if asks_at > holds.now:  # too soon to ask: asked for when they would come by then
+        hold.asks_at = asks_at
+        holds.due = min(holds.due, asks_at)
         holds.later[job] = hold
     else:
         holds.held[job] = hold
@@ -79,10 +113,11 @@ def asked_later(hold: JoinedHold, now: float) -> Failure:
     """The pend reason of a job whose hold asks for the rest later."""
     return Failure(
         RESOURCE, BEYOND_MAX,
-        f"{reserved(hold.start, now, hold.booked.hosts)} with {hold.rest} more slots "
-        f"on hosts of template {hold.template.name}, to be requested at "
-        f"{clock(hold.asks_at)} (in {span(hold.asks_at - now)}) so that they join by "
-        f"then (the job is wider than the template's max of {hold.template.max} hosts)",
+        f"{reserved(hold.start, now, hold.booked.hosts)} with "
+        f"{plural(hold.rest, 'more slot')} on hosts of template {hold.template.name}, to "
+        f"be requested at {clock(hold.asks_at)} (in {span(hold.asks_at - now)}) so that "
+        f"they join by then (the job is wider than the template's max of "
+        f"{plural(hold.template.max, 'host')})",
     )
 
 
@@ -94,7 +129,7 @@ def _real_part(
     profile, and those slots (most free first, then by label)."""
     elig = bucket.eligible
     assert isinstance(elig, Eligible)
-    free_slots, window = plan.cap.free_slots, bucket.limit
+    free_slots, window = plan.cap.free_slots, bucket.window
     profiles: list[tuple[int, HostProfile]] = [
         (index, profile_of(plan, index)) for index in elig.open
     ]

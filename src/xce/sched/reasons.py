@@ -125,4 +125,9 @@ def on_hosts(hosts: dict[str, int], most: int = 8) -> str:
 
 
 def _slots(count: int) -> str:
-    return f"{count} slot{'s' if count != 1 else ''}"
+    return plural(count, "slot")
+
+
+def plural(count: int, word: str) -> str:
+    """`1 host`, `2 hosts`."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
