@@ -167,11 +167,12 @@ def test_in_a_queue_without_backfill_the_real_part_is_free_for_ever(session):
     start, not over its limit alone. Job 5 (urgent) is reserved on n01-n04 from 3000
     to 4000. Over its limit n02-n04 are free from 1120 (hosts bought for that start
     would join and never run it: it could not start on capacity job 5 needs); for
-    ever, from 4000: it asks for nothing before 3880."""
+    ever, from 4000, when all four static hosts are: it will ask for one burst host,
+    and for nothing before 3880."""
     s = session(NO_BACKFILL)
     assert s.demand["hosts"] == []
     assert reservations(s.json) == [(5, 3000.0, {"n01": 1, "n02": 1, "n03": 1, "n04": 1})]
-    assert holds(s) == [(8, 4000.0, {"n01": 1, "n02": 1, "n03": 1, "burst:virtual": 2})]
+    assert holds(s) == [(8, 4000.0, {"n01": 1, "n02": 1, "n03": 1, "n04": 1, "burst:virtual": 1})]
     assert s.json["next_due"] == 3880.0
 
 
@@ -225,3 +226,26 @@ def test_a_job_not_of_slots_alone_is_refused_saying_why(session):
         "together only when it asks for slots alone (no span[], per-slot consumable, GPU, "
         "shared resource, order[] or -x)"
     )
+
+
+def test_it_asks_only_for_the_hosts_it_lacks_beyond_free_real_hosts(session):
+    """Eight free static hosts, burst's max 4: job 8 (9 slots) holds all eight and asks
+    for one burst host, not four; job 9 (queue cloud, burst hosts only) gets another."""
+    s = session("""
+now: 1000
+cluster:
+  reserve_depth: 1
+  hosts: [{name: "n[01-08]", slots: 1}]
+  queues:
+    - {name: normal, priority: 30, backfill: true}
+    - {name: cloud, priority: 20, backfill: true, hosts: ["template:burst"]}
+  catalog:
+    idle_time: 600
+    templates: [{name: burst, provider: cloud, slots: 1, max: 4, expected_lead_time: 120}]
+jobs:
+  - {id: 8, n: 9, submit: 10, run_limit: 500}
+  - {id: 9, n: 1, submit: 20, queue: cloud, run_limit: 3600}
+""")
+    assert s.demand["hosts"] == [{"template": "burst", "count": 2, "in_flight_used": 0, "jobs": [8, 9]}]
+    static = {f"n0{i}": 1 for i in range(1, 9)}
+    assert holds(s) == [(8, 1120.0, {**static, "burst:virtual": 1}), (9, 1120.0, {"burst:virtual": 1})]

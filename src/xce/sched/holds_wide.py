@@ -7,13 +7,15 @@ and the template's max together hold it (sched/ever.py). Placing it wholly on th
 template, as the catalog pass does, never can, so without this it would pend until
 enough real hosts happened to be free at once while smaller jobs kept taking them.
 
-Such a job is planned as a reservation in two parts: the hosts of the template that
-can come (in-flight ones first, then new ones within its allowance), from when they
-would be there, and the rest on real hosts, at the earliest time from then on at
-which that many slots of the hosts it may use stay free over its window on the
-profile (their running jobs' planned ends, this session's dispatches, earlier
-reservations and holds). From then on later jobs may use those real hosts only as
-backfill that ends before the start.
+Such a job is planned as a reservation in two parts: hosts of the template
+(in-flight ones first, then new ones within its allowance), from when they would be
+there, and the rest on real hosts, at the earliest time from then on at which that
+many slots of the hosts it may use stay free over its window on the profile (their
+running jobs' planned ends, this session's dispatches, earlier reservations and
+holds). The time is found with all the template's hosts that can come; at that time
+the job takes as many real slots as stay free and asks only for the hosts it lacks
+(at least one). From then on later jobs may use those real hosts only as backfill
+that ends before the start.
 
 * The real part frees no later than new hosts asked for now would come (now plus
   the template's lead time): the job holds both from its start (a hold, as for
@@ -80,8 +82,18 @@ def wide_option(
     found = _real_part(plan, bucket, need, arrival, latest)
     if found is None:
         return None
+    start, room = found
+    # Real slots free over its window from then beyond the least it needs stand in
+    # for whole hosts of the template (it asks only for what it lacks; at least one,
+    # or it is no hold on supply but a reservation of real hosts)
+    fewer = min((sum(room.values()) - need) // per_host, count - 1)
+    if fewer > 0:
+        count -= fewer
+        need += fewer * per_host
+        arrival = holds.arrival(template, count)  # (no later: fewer hosts)
+    share, _pieces = take_share(most_room_first(room, room, plan.cap.labels), room, need, ())
     lead = holds.state.lead_time(template.name)
-    return WideOption(template, count, arrival, found[0], found[1], lead)
+    return WideOption(template, count, arrival, start, share, lead)
 
 
 def hold_wide(holds: ElasticHolds, bucket: Bucket, job: int, plan: Plan,
@@ -126,7 +138,7 @@ def _real_part(
 ) -> tuple[float, dict[int, int]] | None:
     """The earliest time from `arrival`, and no later than `latest`, at which `need`
     slots of the open hosts the bucket may use stay free over its window on the
-    profile, and those slots (most free first, then by label)."""
+    profile, and the slots of each that stay free then (at least `need` in all)."""
     elig = bucket.eligible
     assert isinstance(elig, Eligible)
     free_slots, window = plan.cap.free_slots, bucket.window
@@ -161,7 +173,5 @@ def _real_part(
                 room[index] = slots
                 total += slots
         if total >= need:
-            ranked = most_room_first(room, room, plan.cap.labels)
-            share, _pieces = take_share(ranked, room, need, ())
-            return start, share
+            return start, room
     return None
