@@ -327,6 +327,24 @@ def test_min_hosts_does_not_count_a_draining_host_as_kept():
     assert actions == [], "c-2 is the only open aws.c5 host: min_hosts keeps it"
 
 
+def test_a_draining_host_still_running_may_be_counted_instead_of_listed():
+    """A driver may leave a closed host that still runs jobs out of `hosts` and count
+    it in `closed_busy` (sim/rounds.py: hundreds of hosts drained at their lifetime):
+    the round decides as when it is listed."""
+    idle = Idle(hosts=[IdleHost("c-2", C5, 700)])
+    config = PolicyConfig(min_hosts={C5: 1})
+    counted = msgspec.structs.replace(
+        inp(1000, idle=idle, hosts=[host("c-2")], alive={C5: 2}), closed_busy={C5: 1}
+    )
+    assert round_(config, counted)[0] == [], "c-2 is the only open aws.c5 host"
+    two = Idle(hosts=[IdleHost("c-2", C5, 700), IdleHost("c-3", C5, 700)])
+    counted = msgspec.structs.replace(
+        inp(1000, idle=two, hosts=[host("c-2"), host("c-3")], alive={C5: 3}),
+        closed_busy={C5: 1},
+    )
+    assert round_(config, counted)[0] == [("DrainHost", "c-2")], "one of two open kept"
+
+
 # --------------------------------------------------------------------------- lifetime
 
 

@@ -53,7 +53,9 @@ class ProvisionedHost:
 class PolicyInput(msgspec.Struct, frozen=True):
     """What a round knows. `hosts` must hold every provisioned host the round may act
     on: closed ones, idle ones and those past `max_lifetime` (a driver may leave the
-    others out); `alive` counts all hosts present per template."""
+    others out); `alive` counts all hosts present per template. A closed host that
+    still runs jobs may be left out of `hosts` and counted in `closed_busy` instead
+    (a round can do nothing with it until it is empty)."""
 
     now: float
     demand: Demand
@@ -64,6 +66,7 @@ class PolicyInput(msgspec.Struct, frozen=True):
     tokens_in_flight: dict[str, float] = {}
     failures: list[str] = []  # templates whose requests failed since the last round
     joined: list[str] = []  # templates that had a host join since the last round
+    closed_busy: dict[str, int] = {}  # template -> closed hosts running jobs, not in hosts
 
 
 class PolicyMemory(msgspec.Struct, frozen=True):
@@ -277,6 +280,8 @@ def _reclaim(
     # through the enum's metaclass, and this loop is hot in elastic simulations)
     ok, closed = HostState.OK, HostState.CLOSED
     open_count = dict(inp.alive)
+    for template, closed_count in inp.closed_busy.items():
+        open_count[template] = open_count.get(template, 0) - closed_count
     for host in inp.hosts:
         if host.state != ok:
             open_count[host.template] = open_count.get(host.template, 0) - 1

@@ -65,6 +65,11 @@ class SchedulerQueries(Protocol):
         """Hosts present that came from a template, by index."""
 
     @property
+    def idle_provisioned(self) -> Mapping[int, HostRecord]:
+        """Hosts present that came from a template and run nothing (open or drained),
+        by index."""
+
+    @property
     def alive(self) -> Mapping[str, int]:
         """Template -> hosts of it present (joined, whatever their state)."""
 

@@ -249,10 +249,7 @@ class Simulator:
         # provisioned hosts open and running nothing: the idle ones less the drained
         idle = len(state.idle_provisioned)
         if closed:
-            by_name = state.host_by_name
-            for name in supply.closed:
-                if not by_name[name].running:
-                    idle -= 1
+            idle -= len(supply.closed_empty())
         self.metrics.series.add_row(
             result.now, len(state.pending) + len(state.held) + len(state.waiting),
             len(state.running),

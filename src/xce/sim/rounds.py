@@ -7,7 +7,6 @@ bounded log, its memory between rounds, and when it falls due with no new input
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
@@ -91,11 +90,12 @@ class PolicyRounds:
                 self.memory = quiet
                 supply.joined = []
                 return
+        candidates, closed_busy = self._reclaim_candidates(result)
         inp = PolicyInput(
             now=result.now, demand=result.demand, idle=result.idle,
-            hosts=self._reclaim_candidates(result), in_flight=dict(supply.in_flight),
+            hosts=candidates, in_flight=dict(supply.in_flight),
             alive=dict(self.state.alive), tokens_in_flight=dict(supply.tokens_in_flight),
-            failures=supply.failures, joined=supply.joined,
+            failures=supply.failures, joined=supply.joined, closed_busy=closed_busy,
         )
         supply.failures, supply.joined = [], []
         actions, self.memory = self.decide(inp, self.memory, self.policy, self.catalog)
@@ -124,43 +124,43 @@ class PolicyRounds:
             return joined + lifetime > self.sim.loop.now
         return True
 
-    def _oldest_joined(self) -> float:
-        """When the provisioned host that joined first joined (inf: none is up)."""
-        for _template, joined in self.supply.provisioned.values():
-            return joined
-        return math.inf
-
-    def _reclaim_candidates(self, result: SessionResult) -> list[ProvisionedHost]:
-        """The provisioned hosts a policy round may act on: closed, idle, or past their
-        maximum lifetime (`provisioned` is in join order, so those are a prefix)."""
+    def _reclaim_candidates(
+        self, result: SessionResult
+    ) -> tuple[list[ProvisionedHost], dict[str, int]]:
+        """The provisioned hosts a policy round may act on (drained ones that run
+        nothing, idle ones, open ones past their maximum lifetime) by join time and
+        name, and per template the drained hosts still running jobs, which a round
+        can do nothing with: counted, not listed (on RICC-2010-2 hundreds of hosts
+        drained at their lifetime run long jobs for days, and every round met them)."""
         supply = self.supply
         lifetime = self._max_lifetime
         now = self.sim.loop.now
-        if not result.idle.hosts and not supply.closed and (
-            lifetime <= 0 or self._oldest_joined() + lifetime > now
-        ):
-            return []
-        names = set(supply.closed)
+        empty = supply.closed_empty() if supply.closed else []
+        names = set(empty)
         for idle in result.idle.hosts:
             names.add(idle.host)
-        left = len(names)  # of them, not yet met
-        by_name = self.state.host_by_name
-        past = lifetime > 0  # while in the prefix of hosts past their lifetime
-        hosts = []
-        # In join order, the order the policy takes them in (decide orders them by join
-        # time and name: mostly, they already are so)
-        for name, (_template, joined) in supply.provisioned.items():
-            if past and joined + lifetime > now:
-                past = False
-            if name in names:
-                left -= 1
-            elif not past:
-                if not left:
+        if lifetime > 0:  # (open hosts in join order: those past it are a prefix)
+            for name, joined in supply.open_provisioned.items():
+                if joined + lifetime > now:
                     break
-                continue
+                names.add(name)
+        closed_busy = {t: count for t, count in supply.closed_count.items() if count}
+        if not names:
+            return [], closed_busy
+        provisioned = supply.provisioned
+        for name in empty:
+            closed_busy[provisioned[name][0]] -= 1
+        by_name = self.state.host_by_name
+        hosts = []
+        for name in names:
             host = by_name.get(name)
             if host is not None and host.template is not None:
-                hosts.append(
-                    ProvisionedHost(name, host.template, host.state, joined, len(host.running))
-                )
-        return hosts
+                hosts.append(ProvisionedHost(
+                    name, host.template, host.state, provisioned[name][1], len(host.running)
+                ))
+        hosts.sort(key=_join_order)
+        return hosts, {t: count for t, count in closed_busy.items() if count}
+
+
+def _join_order(host: ProvisionedHost) -> tuple[float, str]:
+    return host.joined, host.name

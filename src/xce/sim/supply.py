@@ -117,6 +117,7 @@ class Supply:
         # the template's slots): host-hours busy, counted when its run ends
         self.busy: dict[int, tuple[float, dict[str, float]]] = {}
         self.closed: set[str] = set()  # provisioned hosts drained, not yet released
+        self.closed_count: dict[str, int] = {}  # template -> of them, its hosts
         # provisioned hosts not drained -> when they joined, in join order
         self.open_provisioned: dict[str, float] = {}
         # what the next policy round is told: templates whose hosts failed, or joined
@@ -182,12 +183,18 @@ class Supply:
 
     def drained_empty(self) -> bool:
         """Whether a drained host runs nothing: a policy round would give it back."""
-        if self.closed:
-            by_name = self.state.host_by_name
-            for name in self.closed:
-                if not by_name[name].running:
-                    return True
-        return False
+        return bool(self.closed and self.closed_empty())
+
+    def closed_empty(self) -> list[str]:
+        """The drained hosts that run nothing, in no order. (From the smaller of the
+        drained hosts and the provisioned hosts running nothing: hosts drained at
+        their maximum lifetime may run long jobs for days, RICC-2010-2.)"""
+        closed, state = self.closed, self.state
+        idle = state.idle_provisioned
+        if len(idle) < len(closed):
+            return [host.name for host in idle.values() if host.name in closed]
+        by_name = state.host_by_name
+        return [name for name in closed if not by_name[name].running]
 
     # ------------------------------------------------------------------ accounting
     def busy_start(self, job: int, hosts: dict[str, int], start: float) -> None:
@@ -273,7 +280,10 @@ class Supply:
         reason, recorded = host_change(host, current, HostState.CLOSED, cause, cause)
         self.sim.apply(HostStateChanged(name=host, state=HostState.CLOSED, time=self.loop.now,
                                         reason=reason, cause=recorded))
-        self.closed.add(host)
+        if host not in self.closed:
+            self.closed.add(host)
+            template = self.provisioned[host][0]
+            self.closed_count[template] = self.closed_count.get(template, 0) + 1
         if host in self.open_provisioned:
             del self.open_provisioned[host]
         self.sim.dirty()
@@ -416,7 +426,9 @@ class Supply:
         """Give a provisioned host back (the caller sees to what its capacity freed)."""
         template, joined = self.provisioned[host]
         del self.provisioned[host]
-        self.closed.discard(host)
+        if host in self.closed:
+            self.closed.discard(host)
+            self.closed_count[template] -= 1
         if host in self.open_provisioned:  # (not pop: compiled, a call by name)
             del self.open_provisioned[host]
         now = self.loop.now
