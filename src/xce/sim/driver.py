@@ -254,7 +254,7 @@ class Simulator:
             result.now, len(state.pending) + len(state.held) + len(state.waiting),
             len(state.running),
             float(state.busy_slots), self._static_hosts, len(state.provisioned) - closed,
-            closed, in_flight, demanded, borrowed, used, idle, supply.cost_to(result.now),
+            closed, in_flight, demanded, borrowed, used, idle, supply.cost.to(result.now),
         )
 
     # ------------------------------------------------------------------ timers

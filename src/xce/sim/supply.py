@@ -68,6 +68,27 @@ def mean_lead_time(lead: LeadTime) -> float:
     return lead.mean
 
 
+class CostMeter:
+    """What the provisioned hosts up cost: a rate per second, integrated over time."""
+
+    __slots__ = ("_clock", "_rate", "_spent")
+
+    def __init__(self) -> None:
+        self._rate = 0.0
+        self._clock = 0.0
+        self._spent = 0.0  # up to `_clock`
+
+    def change(self, delta: float, now: float) -> None:
+        """The cost per second changes by `delta` at `now`."""
+        self._spent += self._rate * (now - self._clock)
+        self._clock = now
+        self._rate += delta
+
+    def to(self, end: float) -> float:
+        """The cost from the start up to `end` (not before the last change)."""
+        return self._spent + self._rate * (end - self._clock)
+
+
 class Supply:
     """The hosts and tokens of one simulation run beyond its static hosts, and the
     slots present over time (static hosts included)."""
@@ -134,15 +155,13 @@ class Supply:
         self.static_slots = sum(h.slots for h in config.hosts)
         self._capacity(float(self.static_slots))
         # What the provisioned hosts up cost per second (their templates' prices per
-        # host-hour / 3600), and what they cost up to `_cost_clock` (the report's
-        # cost over time; the summary's `cost` comes from the host-hours)
+        # host-hour / 3600): the report's cost over time (the summary's `cost` comes
+        # from the host-hours)
         self._price_of = {
             name: price / 3600
             for name, price in template_prices(config.catalog.templates).items()
         }
-        self._cost_rate = 0.0
-        self._cost_clock = 0.0
-        self._cost_spent = 0.0
+        self.cost = CostMeter()
 
     # ------------------------------------------------------------------ plumbing
     @staticmethod
@@ -168,18 +187,6 @@ class Supply:
         self._capacity_seconds += self._capacity_level * (when - self._capacity_clock)
         self._capacity_clock = when
         self._capacity_level += delta
-
-    def _cost_change(self, delta: float) -> None:
-        """The cost per second of the hosts up changes by `delta` now."""
-        now = self.loop.now
-        self._cost_spent += self._cost_rate * (now - self._cost_clock)
-        self._cost_clock = now
-        self._cost_rate += delta
-
-    def cost_to(self, end: float) -> float:
-        """What the provisioned hosts cost from the start up to `end` (not before the
-        last change)."""
-        return self._cost_spent + self._cost_rate * (end - self._cost_clock)
 
     def drained_empty(self) -> bool:
         """Whether a drained host runs nothing: a policy round would give it back."""
@@ -397,7 +404,7 @@ class Supply:
         self._capacity(float(slots * count))
         price = self._price_of.get(name, 0.0)
         if price:
-            self._cost_change(price * count)
+            self.cost.change(price * count, now)
         self.metrics.hosts_joined[name] = self.metrics.hosts_joined.get(name, 0) + count
         self.joined.append(name)
         sim.dirty()
@@ -436,7 +443,7 @@ class Supply:
         self._capacity(-self._template_slots[template])
         price = self._price_of.get(template, 0.0)
         if price:
-            self._cost_change(-price)
+            self.cost.change(-price, now)
         seconds = self.metrics.host_seconds
         seconds[template] = seconds.get(template, 0.0) + now - joined
         counter = self.metrics.hosts_lost if lost else self.metrics.hosts_reclaimed
