@@ -172,7 +172,9 @@ def test_in_a_queue_without_backfill_the_real_part_is_free_for_ever(session):
     s = session(NO_BACKFILL)
     assert s.demand["hosts"] == []
     assert reservations(s.json) == [(5, 3000.0, {"n01": 1, "n02": 1, "n03": 1, "n04": 1})]
-    assert holds(s) == [(8, 4000.0, {"n01": 1, "n02": 1, "n03": 1, "n04": 1, "burst:virtual": 1})]
+    assert holds(s) == [
+        (8, 4000.0, {"n01": 1, "n02": 1, "n03": 1, "n04": 1, "burst:virtual": 1})
+    ]
     assert s.json["next_due"] == 3880.0
 
 
@@ -212,7 +214,9 @@ def test_a_template_that_starts_the_job_sooner_wins_over_rank(session):
     max 3) three free static hosts do, from 1120: it takes b and asks for three
     hosts now."""
     s = session(RANKED)
-    assert s.demand["hosts"] == [{"template": "b", "count": 3, "in_flight_used": 0, "jobs": [8]}]
+    assert s.demand["hosts"] == [
+        {"template": "b", "count": 3, "in_flight_used": 0, "jobs": [8]}
+    ]
     assert holds(s) == [(8, 1120.0, {"n02": 1, "n03": 1, "n04": 1, "b:virtual": 3})]
 
 
@@ -246,6 +250,10 @@ jobs:
   - {id: 8, n: 9, submit: 10, run_limit: 500}
   - {id: 9, n: 1, submit: 20, queue: cloud, run_limit: 3600}
 """)
-    assert s.demand["hosts"] == [{"template": "burst", "count": 2, "in_flight_used": 0, "jobs": [8, 9]}]
+    assert s.demand["hosts"] == [
+        {"template": "burst", "count": 2, "in_flight_used": 0, "jobs": [8, 9]}
+    ]
     static = {f"n0{i}": 1 for i in range(1, 9)}
-    assert holds(s) == [(8, 1120.0, {**static, "burst:virtual": 1}), (9, 1120.0, {"burst:virtual": 1})]
+    assert holds(s) == [
+        (8, 1120.0, {**static, "burst:virtual": 1}), (9, 1120.0, {"burst:virtual": 1})
+    ]

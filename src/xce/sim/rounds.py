@@ -144,10 +144,10 @@ class PolicyRounds:
                 if joined + lifetime > now:
                     break
                 names.add(name)
-        closed_busy = {t: count for t, count in supply.closed_count.items() if count}
         if not names:
-            return [], closed_busy
+            return [], {}  # (a round with no host to act on reads no count)
         provisioned = supply.provisioned
+        closed_busy = dict(supply.closed_count)
         for name in empty:
             closed_busy[provisioned[name][0]] -= 1
         by_name = self.state.host_by_name
@@ -159,7 +159,7 @@ class PolicyRounds:
                     name, host.template, host.state, provisioned[name][1], len(host.running)
                 ))
         hosts.sort(key=_join_order)
-        return hosts, {t: count for t, count in closed_busy.items() if count}
+        return hosts, closed_busy
 
 
 def _join_order(host: ProvisionedHost) -> tuple[float, str]:
