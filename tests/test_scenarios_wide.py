@@ -257,3 +257,53 @@ jobs:
     assert holds(s) == [
         (8, 1120.0, {**static, "burst:virtual": 1}), (9, 1120.0, {"burst:virtual": 1})
     ]
+
+
+CLOUD_QUEUE = (
+    "queues: [{name: normal, priority: 30, backfill: true}, "
+    '{name: cloud, priority: PRIORITY, backfill: true, hosts: ["template:burst"]}]'
+)
+
+
+def with_cloud_queue(text: str, priority: int) -> str:
+    return text.replace(
+        "queues: [{name: normal, priority: 30, backfill: true}]",
+        CLOUD_QUEUE.replace("PRIORITY", str(priority)),
+    )
+
+
+def test_a_job_ahead_that_only_the_template_can_take_has_its_hosts_first(session):
+    """Queue cloud (priority 40: ahead of job 8) runs on burst hosts alone. Job 9 (no
+    run limit) takes a new burst host for ever: one is left of the two job 8 counted
+    on, so job 8 holds no hosts to come this session (none listed, none kept) and
+    plans again at the next."""
+    s = session(with_cloud_queue(scenario(2000, "{id: 9, n: 1, submit: 20, queue: cloud}"), 40))
+    assert s.demand["hosts"] == [
+        {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [9]}
+    ]
+    assert holds(s) == [(9, 1120.0, {"burst:virtual": 1})]
+    assert s.reason(8) == (
+        "Not enough hosts of template burst to come: the job needs 2 more (it is wider "
+        "than the template's max of 2 hosts) and jobs ahead of it take all but 1 this "
+        "session; planned again at the next session"
+    )
+
+
+def test_a_host_that_joins_for_a_short_job_is_not_shared_past_the_wide_start(session):
+    """Template burst has one 2-slot host (max 1); job 8 (5 slots) counts on it from
+    2000 with n01, n03 and n04. Job 9 (limit 500) may have it until 1620; job 10 (limit
+    5000) would share it past 2000, when job 8 needs the whole host: it gets none."""
+    text = with_cloud_queue(scenario(
+        2000,
+        "{id: 9, n: 1, submit: 20, queue: cloud, run_limit: 500}",
+        "{id: 10, n: 1, submit: 30, queue: cloud, run_limit: 5000}",
+    ), 20).replace("slots: 1, max: 2", "slots: 2, max: 1")
+    s = session(text)
+    assert holds(s) == [
+        (8, 2000.0, {"n01": 1, "n03": 1, "n04": 1, "burst:virtual": 2}),
+        (9, 1120.0, {"burst:virtual": 1}),
+    ]
+    assert s.demand["hosts"] == [
+        {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [9]}
+    ]
+    assert s.reason(10) == "Template burst allows no more hosts (max 1)"

@@ -12,6 +12,7 @@ respects job order and nothing is counted twice. Virtual hosts are packed first-
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -25,8 +26,9 @@ from xce.sched.eligibility import reach
 from xce.sched.failure import Failure, Settled
 from xce.sched.first_fit import FirstFit
 from xce.sched.holds import ElasticHolds, JoinedHold
-from xce.sched.holds_wide import asked_later
+from xce.sched.holds_wide import asked_later, taken_ahead
 from xce.sched.hosts import template_allowed
+from xce.sched.kept import KeptHosts
 from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
 from xce.sched.realpass import Evaluator
@@ -311,7 +313,7 @@ class CatalogPass:
         if hold is not None:
             return self._on_template(s, job, self._by_name[hold.template.name], True, hold)
         if self.holds is not None and job.id in self.holds.later:
-            return self._asked_later(self.holds.later[job.id], bucket)
+            return self._asked_later(job.id, self.holds.later[job.id], bucket)
         if not usable:
             return static_fit(self.state, self.templates, bucket).why_not
         if self.on_real is not None and not bucket.shared:
@@ -355,12 +357,21 @@ class CatalogPass:
             self._note(s, job, failed.check, failed.detail)
         return failures[0]
 
-    def _asked_later(self, later: JoinedHold, bucket: Bucket) -> Failure:
+    def _asked_later(self, job: int, later: JoinedHold, bucket: Bucket) -> Failure:
         """A job wider than its template's max that asks for its hosts later: they
-        are kept for it, later jobs have them only as backfill (sched/holds_wide.py)."""
+        are kept for it, later jobs have them only as backfill (sched/holds_wide.py).
+        Jobs ahead of it that only the template can take were given its hosts first
+        in this pass: when they leave fewer than the hold counts on, it holds no
+        hosts to come (it plans again at the next session)."""
         supply = self._by_name[later.template.name]
         count = -(-later.rest // static_fit(self.state, self.templates, bucket).rooms[supply.index])
-        supply.kept.append((count, later.start))
+        kept = supply.kept if supply.kept is not None else KeptHosts()
+        if not kept.admits(count, later.start, supply.room):
+            assert self.holds is not None
+            del self.holds.later[job]
+            return taken_ahead(later, count, supply.room)
+        kept.keep(count, later.start)
+        supply.kept = kept
         return asked_later(later, self.now)
 
     def _young(self, s: Settled, job: PendingJob) -> Failure | None:
@@ -461,9 +472,14 @@ class CatalogPass:
             beyond = len(sizes) - min(len(sizes), supply.in_flight)  # new hosts needed
             if beyond and not new:
                 return None
-            if beyond > supply.allowance or (
-                supply.kept and beyond > supply.allowed_until(self.now + supply.lead + bucket.limit)
-            ):
+            if beyond > supply.allowance:
+                return supply.no_more
+        kept, busy_until = supply.kept, math.inf
+        if kept is not None:
+            busy_until = _busy_until(supply, hold, self.now) + bucket.limit
+            flying = min(len(sizes), supply.in_flight)  # (in-flight hosts it opens)
+            room = supply.in_flight - flying + max(0, supply.allowance - (len(sizes) - flying))
+            if not kept.allows(room, chosen, busy_until):
                 return supply.no_more
         if bucket.shared:
             name = supply.template.name
@@ -483,6 +499,8 @@ class CatalogPass:
         new_hosts, opened, latest = (
             self.first_fit.open_hosts(supply, sizes, bucket) if sizes else (False, 0, 0.0)
         )
+        if kept is not None:
+            kept.lend(chosen, supply.hosts[len(supply.hosts) - len(sizes):], busy_until)
         if latest > start:
             start = latest
         if not new_hosts:
@@ -525,6 +543,15 @@ class CatalogPass:
             supply.jobs.append(job.id)
             supply.free_total -= sum(hosts.values()) + opened
         return Placed(job.id, supply, new_hosts, tokens, start)
+
+
+def _busy_until(supply: TemplateSupply, hold: JoinedHold | None, now: float) -> float:
+    """The latest a job placed on the template now could start: when a new host or
+    the last in-flight one would join, or its hold's start."""
+    start = now + supply.lead
+    if supply.arrivals and supply.arrivals[-1] > start:
+        start = supply.arrivals[-1]
+    return start if hold is None or hold.start < start else hold.start
 
 
 def reaches_all(state: SchedulerState, hosts: dict[int, int], pool: PoolRecord) -> bool:

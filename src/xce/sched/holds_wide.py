@@ -133,6 +133,18 @@ def asked_later(hold: JoinedHold, now: float) -> Failure:
     )
 
 
+def taken_ahead(hold: JoinedHold, count: int, left: int) -> Failure:
+    """The pend reason of a job whose hold asked for the rest later, when jobs ahead
+    of it in the catalog pass took the template's hosts it counted on."""
+    return Failure(
+        RESOURCE, BEYOND_MAX,
+        f"Not enough hosts of template {hold.template.name} to come: the job needs "
+        f"{count} more (it is wider than the template's max of "
+        f"{plural(hold.template.max, 'host')}) and jobs ahead of it take all but {left} "
+        "this session; planned again at the next session",
+    )
+
+
 def _real_part(
     plan: Plan, bucket: Bucket, need: int, arrival: float, latest: float
 ) -> tuple[float, dict[int, int]] | None:

@@ -60,12 +60,19 @@ def _idle_hosts(
         hosts.sort(key=lambda h: h.host)
 
 
-def idle_due(state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = ()) -> float:
+def idle_due(
+    state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = (), *,
+    unseen_now: bool = False,
+) -> float:
     """When the next idle threshold falls due after `now` (inf: none): an open idle
     provisioned host reaching its template's idle time (a host that went idle at
     `now` with an idle time of 0 is due now; a host given work in `dispatch` is not
-    idle), or, while tokens are borrowed, a countable pool's idle time from now."""
+    idle), or, while tokens are borrowed, a countable pool's idle time from now.
+
+    `unseen_now`: no session has looked at the state at `now` yet (a job ended with
+    no session to follow), so a host reaching its idle time at `now` is due now."""
     due = math.inf
+    seen = now if unseen_now else math.nextafter(now, math.inf)  # (due from here)
     # The hosts given work, only where a provisioned host is idle (hot: every session
     # of a simulation calls this; bench_easy.py)
     busy = (
@@ -78,19 +85,19 @@ def idle_due(state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = (
         # Hosts are in order of idle time: per template, the first open one that is
         # not due yet is its soonest.
         left = len(idle_times)
-        seen: set[str] | None = set() if left > 1 else None  # (one template: its first)
+        found: set[str] | None = set() if left > 1 else None  # (one template: its first)
         for host in state.idle_provisioned.values():
             template = host.template
             if host.state == OPEN_STATE and template is not None and (
-                seen is None or template not in seen
+                found is None or template not in found
             ) and (busy is None or host.name not in busy):
                 at = host.idle_since + idle_times.get(template, default)
-                if at > now or host.idle_since == now:
+                if at >= seen or host.idle_since == now:
                     if at < due:
                         due = at
-                    if seen is None:
+                    if found is None:
                         break
-                    seen.add(template)
+                    found.add(template)
                     left -= 1
                     if not left:
                         break
@@ -100,7 +107,7 @@ def idle_due(state: SchedulerState, now: float, dispatch: Sequence[Dispatch] = (
                 busy is None or host.name not in busy
             ):
                 at = host.idle_since + idle_times.get(host.template, default)
-                if (at > now or host.idle_since == now) and at < due:
+                if (at >= seen or host.idle_since == now) and at < due:
                     due = at
     for pool in state.countable_pools:
         if pool.borrowed > 0 and pool.countable is not None:

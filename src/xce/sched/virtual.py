@@ -11,6 +11,7 @@ from xce.sched.buckets import Bucket
 from xce.sched.failure import Failure
 from xce.sched.holds import empty_room
 from xce.sched.hosts import HostRecord, template_allowed
+from xce.sched.kept import KeptHosts
 from xce.sched.reasons import RESOURCE
 from xce.sched.state import SchedulerState
 from xce.sched.usage import NGPUS
@@ -74,9 +75,9 @@ class TemplateSupply:
         self.arrival: dict[int, float] = {}  # opened host -> when it is expected
 
         self.jobs: list[int] = []
-        # New hosts kept for jobs wider than the template's max that ask for them
-        # later (sched/holds_wide.py): (how many, from when)
-        self.kept: list[tuple[int, float]] = []
+        # Hosts kept for jobs wider than the template's max that ask for them later
+        # (sched/kept.py; None: no such job)
+        self.kept: KeptHosts | None = None
         self.empty, self.resources = virtual
         self.held_back = held_back
         self._no_more: Failure | None = None
@@ -89,14 +90,10 @@ class TemplateSupply:
             return math.inf
         return self.arrivals[self.in_flight_total - self.in_flight]
 
-    def allowed_until(self, end: float) -> int:
-        """New hosts a job whose hosts would be busy until `end` may still open: the
-        allowance less the hosts kept for jobs that start before then."""
-        allowed = self.allowance
-        for count, start in self.kept:
-            if end > start:
-                allowed -= count
-        return allowed
+    @property
+    def room(self) -> int:
+        """Hosts still to come: in flight and not opened yet, then new ones."""
+        return self.in_flight + max(0, self.allowance)
 
     @property
     def no_more(self) -> Failure:

@@ -288,8 +288,10 @@ class Simulator:
         """The scheduler's idle thresholds (`xce.sched.idle.idle_due`, the core's rule)
         as the state is now: after the session's dispatches and policy round, and
         after a job finished with no session to follow (`freed`: its host starts
-        idling then, which the last session's `next_due` could not know)."""
-        return idle_due(self._core, now)
+        idling then, which the last session's `next_due` could not know; a host
+        reaching its idle time at that very instant is due now, unless a session ran
+        then)."""
+        return idle_due(self._core, now, unseen_now=self._last_session < now)
 
     def _timer(self, when: float) -> None:
         if self._timer_at == when:
