@@ -12,7 +12,6 @@ respects job order and nothing is counted twice. Virtual hosts are packed first-
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -26,9 +25,8 @@ from xce.sched.eligibility import reach
 from xce.sched.failure import Failure, Settled
 from xce.sched.first_fit import FirstFit
 from xce.sched.holds import ElasticHolds, JoinedHold
-from xce.sched.holds_wide import asked_later, taken_ahead
+from xce.sched.holds_wide import keep_for_later
 from xce.sched.hosts import template_allowed
-from xce.sched.kept import KeptHosts
 from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
 from xce.sched.realpass import Evaluator
@@ -313,7 +311,9 @@ class CatalogPass:
         if hold is not None:
             return self._on_template(s, job, self._by_name[hold.template.name], True, hold)
         if self.holds is not None and job.id in self.holds.later:
-            return self._asked_later(job.id, self.holds.later[job.id], bucket)
+            supply = self._by_name[self.holds.later[job.id].template.name]
+            per_host = static_fit(self.state, self.templates, bucket).rooms[supply.index]
+            return keep_for_later(self.holds, job.id, supply, per_host)
         if not usable:
             return static_fit(self.state, self.templates, bucket).why_not
         if self.on_real is not None and not bucket.shared:
@@ -356,23 +356,6 @@ class CatalogPass:
         for failed in failures:
             self._note(s, job, failed.check, failed.detail)
         return failures[0]
-
-    def _asked_later(self, job: int, later: JoinedHold, bucket: Bucket) -> Failure:
-        """A job wider than its template's max that asks for its hosts later: they
-        are kept for it, later jobs have them only as backfill (sched/holds_wide.py).
-        Jobs ahead of it that only the template can take were given its hosts first
-        in this pass: when they leave fewer than the hold counts on, it holds no
-        hosts to come (it plans again at the next session)."""
-        supply = self._by_name[later.template.name]
-        count = -(-later.rest // static_fit(self.state, self.templates, bucket).rooms[supply.index])
-        kept = supply.kept if supply.kept is not None else KeptHosts()
-        if not kept.admits(count, later.start, supply.room):
-            assert self.holds is not None
-            del self.holds.later[job]
-            return taken_ahead(later, count, supply.room)
-        kept.keep(count, later.start)
-        supply.kept = kept
-        return asked_later(later, self.now)
 
     def _young(self, s: Settled, job: PendingJob) -> Failure | None:
         """Why a job asks for no supply yet (sched/demand_after.py), traced."""
@@ -463,10 +446,9 @@ class CatalogPass:
             if pieces:
                 sizes = unplaced  # one more host for each piece
             else:
-                per_host = static_fit(self.state, self.templates, bucket).rooms[supply.index]
-                count = -(-left // per_host)
-                sizes = [per_host] * count
-                sizes[-1] = left - per_host * (count - 1)
+                sizes = host_sizes(
+                    left, static_fit(self.state, self.templates, bucket).rooms[supply.index]
+                )
             if not in_flight:
                 return None
             beyond = len(sizes) - min(len(sizes), supply.in_flight)  # new hosts needed
@@ -474,13 +456,9 @@ class CatalogPass:
                 return None
             if beyond > supply.allowance:
                 return supply.no_more
-        kept, busy_until = supply.kept, math.inf
-        if kept is not None:
-            busy_until = _busy_until(supply, hold, self.now) + bucket.limit
-            flying = min(len(sizes), supply.in_flight)  # (in-flight hosts it opens)
-            room = supply.in_flight - flying + max(0, supply.allowance - (len(sizes) - flying))
-            if not kept.allows(room, chosen, busy_until):
-                return supply.no_more
+        busy_until = _busy_until(supply, hold, self.now) + bucket.limit if supply.kept else 0.0
+        if supply.kept is not None and not supply.keeps_room(chosen, len(sizes), busy_until):
+            return supply.no_more
         if bucket.shared:
             name = supply.template.name
             tokens = cover(
@@ -499,8 +477,7 @@ class CatalogPass:
         new_hosts, opened, latest = (
             self.first_fit.open_hosts(supply, sizes, bucket) if sizes else (False, 0, 0.0)
         )
-        if kept is not None:
-            kept.lend(chosen, supply.hosts[len(supply.hosts) - len(sizes):], busy_until)
+        supply.lend(chosen, len(sizes), busy_until)
         if latest > start:
             start = latest
         if not new_hosts:
@@ -543,6 +520,15 @@ class CatalogPass:
             supply.jobs.append(job.id)
             supply.free_total -= sum(hosts.values()) + opened
         return Placed(job.id, supply, new_hosts, tokens, start)
+
+
+def host_sizes(slots: int, per_host: int) -> list[int]:
+    """`slots` of a job on new hosts of `per_host` slots each: full ones, then the
+    remainder."""
+    count = -(-slots // per_host)
+    sizes = [per_host] * count
+    sizes[-1] = slots - per_host * (count - 1)
+    return sizes
 
 
 def _busy_until(supply: TemplateSupply, hold: JoinedHold | None, now: float) -> float:

@@ -42,7 +42,7 @@ from xce.sched.holds import ElasticHolds, JoinedHold, take_share
 from xce.sched.placement import most_room_first
 from xce.sched.plan import HostProfile, Plan, profile_of
 from xce.sched.reasons import RESOURCE, clock, plural, reserved, span
-from xce.sched.virtual import BEYOND_MAX
+from xce.sched.virtual import BEYOND_MAX, TemplateSupply
 
 
 class WideOption:
@@ -133,7 +133,22 @@ def asked_later(hold: JoinedHold, now: float) -> Failure:
     )
 
 
-def taken_ahead(hold: JoinedHold, count: int, left: int) -> Failure:
+def keep_for_later(
+    holds: ElasticHolds, job: int, supply: TemplateSupply, per_host: int
+) -> Failure:
+    """`job`'s hold that asks for the rest later, in the catalog pass: its hosts are
+    kept (later jobs have them only as backfill: sched/kept.py), unless jobs ahead of
+    it that only the template can take were given too many of them in this pass;
+    then it holds no hosts to come (it plans again at the next session)."""
+    later = holds.later[job]
+    count = -(-later.rest // per_host)
+    if not supply.keep(count, later.start):
+        del holds.later[job]
+        return _taken_ahead(later, count, supply.room)
+    return asked_later(later, holds.now)
+
+
+def _taken_ahead(hold: JoinedHold, count: int, left: int) -> Failure:
     """The pend reason of a job whose hold asked for the rest later, when jobs ahead
     of it in the catalog pass took the template's hosts it counted on."""
     return Failure(

@@ -95,6 +95,30 @@ class TemplateSupply:
         """Hosts still to come: in flight and not opened yet, then new ones."""
         return self.in_flight + max(0, self.allowance)
 
+    def keep(self, count: int, start: float) -> bool:
+        """Keep `count` hosts from `start` for a job wider than the template's max
+        that asks for them later (sched/kept.py); False: jobs ahead of it took them."""
+        kept = self.kept if self.kept is not None else KeptHosts()
+        if not kept.admits(count, start, self.room):
+            return False
+        kept.keep(count, start)
+        self.kept = kept
+        return True
+
+    def keeps_room(self, chosen: dict[int, int], opening: int, busy_until: float) -> bool:
+        """Whether a job busy on the template until `busy_until`, on `chosen` hosts
+        opened so far and `opening` more, leaves the kept hosts (sched/kept.py)."""
+        assert self.kept is not None
+        flying = min(opening, self.in_flight)  # (in-flight hosts it opens, then new)
+        room = self.in_flight - flying + max(0, self.allowance - (opening - flying))
+        return self.kept.allows(room, chosen, busy_until)
+
+    def lend(self, chosen: dict[int, int], opened: int, busy_until: float) -> None:
+        """A job busy until `busy_until` was placed on `chosen` hosts and on the last
+        `opened` ones opened (sched/kept.py: no host kept, nothing to note)."""
+        if self.kept is not None:
+            self.kept.lend(chosen, self.hosts[len(self.hosts) - opened:], busy_until)
+
     @property
     def no_more(self) -> Failure:
         """Why the template cannot take more jobs (made once per session)."""
