@@ -82,8 +82,9 @@ def test_a_later_job_takes_neither_the_booked_real_hosts_nor_the_template_hosts(
     assert s.demand["hosts"] == []
     assert reservations(s.json) == [(9, 2500.0, {"n01": 1})]
     assert s.reason(9) == (
-        "Reserved: expected to start at 2500 (in 25 min) on n01 (1 slot); template burst "
-        "allows no more hosts (max 2)"
+        "Reserved: expected to start at 2500 (in 25 min) on n01 (1 slot); template burst's "
+        "hosts are kept for job 8 from 2000 (it is wider than the template's max): this "
+        "job would keep one busy past then"
     )
 
 
@@ -100,6 +101,12 @@ def test_a_job_wider_than_the_static_hosts_and_the_template_max_is_refused(sessi
         "No host or template can ever run this job: job requests 7 slots; the most this "
         "cluster offers is 6 (the static hosts with template burst (max 2))"
     )
+
+
+KEPT_FOR_8 = (
+    "Template burst's hosts are kept for job 8 from 2000 (it is wider than the template's "
+    "max): this job would keep one busy past then"
+)
 
 
 def test_the_template_hosts_kept_for_it_take_only_jobs_that_end_by_its_start(session):
@@ -119,7 +126,7 @@ def test_the_template_hosts_kept_for_it_take_only_jobs_that_end_by_its_start(ses
     assert s.demand["hosts"] == [
         {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [9]}
     ]
-    assert s.reason(10) == "Template burst allows no more hosts (max 2)"
+    assert s.reason(10) == KEPT_FOR_8
 
 
 def test_without_reservations_it_holds_only_real_hosts_free_when_the_template_hosts_come(session):
@@ -306,4 +313,4 @@ def test_a_host_that_joins_for_a_short_job_is_not_shared_past_the_wide_start(ses
     assert s.demand["hosts"] == [
         {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [9]}
     ]
-    assert s.reason(10) == "Template burst allows no more hosts (max 1)"
+    assert s.reason(10) == KEPT_FOR_8

@@ -457,8 +457,8 @@ class CatalogPass:
             if beyond > supply.allowance:
                 return supply.no_more
         busy_until = _busy_until(supply, hold, self.now) + bucket.limit if supply.kept else 0.0
-        if supply.kept is not None and not supply.keeps_room(chosen, len(sizes), busy_until):
-            return supply.no_more
+        if supply.kept is not None and (kept := supply.kept_from(chosen, len(sizes), busy_until)):
+            return kept
         if bucket.shared:
             name = supply.template.name
             tokens = cover(

@@ -142,7 +142,7 @@ def keep_for_later(
     then it holds no hosts to come (it plans again at the next session)."""
     later = holds.later[job]
     count = -(-later.rest // per_host)
-    if not supply.keep(count, later.start):
+    if not supply.keep(job, count, later.start):
         del holds.later[job]
         return _taken_ahead(later, count, supply.room)
     return asked_later(later, holds.now)

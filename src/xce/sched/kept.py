@@ -22,10 +22,11 @@ class KeptHosts:
     """The kept holds of one template in one catalog pass, and the hosts opened for
     later jobs since the first of them."""
 
-    __slots__ = ("free_by", "holds", "lent")
+    __slots__ = ("free_by", "holds", "jobs", "lent")
 
     def __init__(self) -> None:
         self.holds: list[tuple[int, float]] = []  # (hosts, from when), in the order kept
+        self.jobs: list[int] = []  # the job of each hold
         # Per hold: the lent hosts free again by its start
         self.free_by: list[int] = []
         # Host opened since the first hold -> when the last job placed on it ends
@@ -47,14 +48,15 @@ class KeptHosts:
             if at >= start
         )
 
-    def keep(self, count: int, start: float) -> None:
+    def keep(self, job: int, count: int, start: float) -> None:
         self.free_by.append(self._free_by(start))
         self.holds.append((count, start))
+        self.jobs.append(job)
 
-    def allows(self, room: int, chosen: Iterable[int], end: float) -> bool:
-        """Whether a job busy on the template until `end`, on `chosen` hosts opened so
-        far and leaving `room` hosts to come, leaves every hold starting before then
-        its hosts."""
+    def short(self, room: int, chosen: Iterable[int], end: float) -> int | None:
+        """The first hold (its index) that a job busy on the template until `end`, on
+        `chosen` hosts opened so far and leaving `room` hosts to come, would leave
+        too few hosts at its start; None: it leaves every hold its hosts."""
         for k, (_count, at) in enumerate(self.holds):
             if at >= end:
                 continue  # (its hosts are free again by then)
@@ -64,8 +66,8 @@ class KeptHosts:
                 if busy is not None and busy <= at:
                     taken += 1
             if room + self.free_by[k] - taken < self.needed_by(at):
-                return False
-        return True
+                return k
+        return None
 
     def lend(self, chosen: Iterable[int], opened: Iterable[int], end: float) -> None:
         """A job busy until `end` was placed on `chosen` hosts opened before and on

@@ -12,7 +12,7 @@ from xce.sched.failure import Failure
 from xce.sched.holds import empty_room
 from xce.sched.hosts import HostRecord, template_allowed
 from xce.sched.kept import KeptHosts
-from xce.sched.reasons import RESOURCE
+from xce.sched.reasons import RESOURCE, clock
 from xce.sched.state import SchedulerState
 from xce.sched.usage import NGPUS
 
@@ -95,23 +95,33 @@ class TemplateSupply:
         """Hosts still to come: in flight and not opened yet, then new ones."""
         return self.in_flight + max(0, self.allowance)
 
-    def keep(self, count: int, start: float) -> bool:
-        """Keep `count` hosts from `start` for a job wider than the template's max
-        that asks for them later (sched/kept.py); False: jobs ahead of it took them."""
+    def keep(self, job: int, count: int, start: float) -> bool:
+        """Keep `count` hosts from `start` for `job`, wider than the template's max,
+        which asks for them later (sched/kept.py); False: jobs ahead of it took them."""
         kept = self.kept if self.kept is not None else KeptHosts()
         if not kept.admits(count, start, self.room):
             return False
-        kept.keep(count, start)
+        kept.keep(job, count, start)
         self.kept = kept
         return True
 
-    def keeps_room(self, chosen: dict[int, int], opening: int, busy_until: float) -> bool:
-        """Whether a job busy on the template until `busy_until`, on `chosen` hosts
-        opened so far and `opening` more, leaves the kept hosts (sched/kept.py)."""
-        assert self.kept is not None
+    def kept_from(self, chosen: dict[int, int], opening: int, busy_until: float) -> Failure | None:
+        """Why a job busy on the template until `busy_until`, on `chosen` hosts opened
+        so far and `opening` more, may not have them: it would leave a job the hosts
+        are kept for too few (sched/kept.py); None: it may."""
+        kept = self.kept
+        assert kept is not None
         flying = min(opening, self.in_flight)  # (in-flight hosts it opens, then new)
         room = self.in_flight - flying + max(0, self.allowance - (opening - flying))
-        return self.kept.allows(room, chosen, busy_until)
+        short = kept.short(room, chosen, busy_until)
+        if short is None:
+            return None
+        return Failure(
+            RESOURCE, "allowance",
+            f"Template {self.template.name}'s hosts are kept for job {kept.jobs[short]} "
+            f"from {clock(kept.holds[short][1])} (it is wider than the template's max): "
+            "this job would keep one busy past then",
+        )
 
     def lend(self, chosen: dict[int, int], opened: int, busy_until: float) -> None:
         """A job busy until `busy_until` was placed on `chosen` hosts and on the last
