@@ -296,6 +296,19 @@ def test_a_job_ahead_that_only_the_template_can_take_has_its_hosts_first(session
     )
 
 
+def test_a_host_a_short_job_ahead_takes_is_free_again_for_the_wide_job(session):
+    """Job 9, ahead of job 8 as above, has a limit of 500: its burst host (1120 to
+    1620) is free again by 2000, so job 8 keeps its hold on both burst hosts."""
+    s = session(with_cloud_queue(scenario(
+        2000, "{id: 9, n: 1, submit: 20, queue: cloud, run_limit: 500}"
+    ), 40))
+    assert holds(s) == [
+        (9, 1120.0, {"burst:virtual": 1}),
+        (8, 2000.0, {"n01": 1, "n03": 1, "n04": 1, "burst:virtual": 2}),
+    ]
+    assert s.reason(8).startswith("Reserved: expected to start at 2000")
+
+
 def test_a_host_that_joins_for_a_short_job_is_not_shared_past_the_wide_start(session):
     """Template burst has one 2-slot host (max 1); job 8 (5 slots) counts on it from
     2000 with n01, n03 and n04. Job 9 (limit 500) may have it until 1620; job 10 (limit

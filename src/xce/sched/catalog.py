@@ -27,6 +27,7 @@ from xce.sched.first_fit import FirstFit
 from xce.sched.holds import ElasticHolds, JoinedHold
 from xce.sched.holds_wide import keep_for_later
 from xce.sched.hosts import template_allowed
+from xce.sched.kept import KeptHosts
 from xce.sched.plan import Plan
 from xce.sched.pools import PoolRecord
 from xce.sched.realpass import Evaluator
@@ -165,6 +166,8 @@ class CatalogPass:
                 )
             )
         self._by_name = {supply.template.name: supply for supply in self.templates}
+        for later in holds.later.values() if holds is not None else ():  # (sched/kept.py)
+            self._by_name[later.template.name].kept = KeptHosts()
         self.tokens: dict[PoolRecord, TokenSupply] = {
             pool: TokenSupply(pool) for pool in state.countable_pools
         }

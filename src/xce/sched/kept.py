@@ -9,8 +9,10 @@ short job is free again for the wide one). A job whose hosts would stay busy pas
 kept start is refused the template when it would leave too few. The holds count
 together: at each kept start, every hold starting by then needs its hosts.
 
-A hold that the jobs ahead of it (the catalog pass gives them the template first)
-leave too few hosts is not kept: it plans again at the next session.
+The jobs ahead of such a job have the template first (the catalog pass goes in
+scheduling order); the hosts they keep busy past its start count against it. A hold
+they leave too few hosts is not kept: it plans again at the next session. So every
+host the pass opens is followed from the first, for a template with such a hold.
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ from collections.abc import Iterable
 
 
 class KeptHosts:
-    """The kept holds of one template in one catalog pass, and the hosts opened for
-    later jobs since the first of them."""
+    """The kept holds of one template in one catalog pass, and the hosts it opened."""
 
     __slots__ = ("free_by", "holds", "jobs", "lent")
 
@@ -29,7 +30,7 @@ class KeptHosts:
         self.jobs: list[int] = []  # the job of each hold
         # Per hold: the lent hosts free again by its start
         self.free_by: list[int] = []
-        # Host opened since the first hold -> when the last job placed on it ends
+        # Host opened in the pass -> when the last job placed on it ends
         self.lent: dict[int, float] = {}
 
     def needed_by(self, start: float) -> int:
@@ -71,12 +72,9 @@ class KeptHosts:
 
     def lend(self, chosen: Iterable[int], opened: Iterable[int], end: float) -> None:
         """A job busy until `end` was placed on `chosen` hosts opened before and on
-        `opened` ones opened for it: those opened since the first hold are busy until
-        then at least."""
-        lent = self.lent
+        `opened` ones opened for it: they are busy until then at least."""
         for index in chosen:
-            if index in lent:
-                self._busy(index, end)
+            self._busy(index, end)
         for index in opened:
             self._busy(index, end)
 

@@ -76,7 +76,7 @@ class TemplateSupply:
 
         self.jobs: list[int] = []
         # Hosts kept for jobs wider than the template's max that ask for them later
-        # (sched/kept.py; None: no such job)
+        # (sched/kept.py; None: no such job this session)
         self.kept: KeptHosts | None = None
         self.empty, self.resources = virtual
         self.held_back = held_back
@@ -98,11 +98,11 @@ class TemplateSupply:
     def keep(self, job: int, count: int, start: float) -> bool:
         """Keep `count` hosts from `start` for `job`, wider than the template's max,
         which asks for them later (sched/kept.py); False: jobs ahead of it took them."""
-        kept = self.kept if self.kept is not None else KeptHosts()
+        kept = self.kept
+        assert kept is not None  # (made as the pass starts: every opened host counts)
         if not kept.admits(count, start, self.room):
             return False
         kept.keep(job, count, start)
-        self.kept = kept
         return True
 
     def kept_from(self, chosen: dict[int, int], opening: int, busy_until: float) -> Failure | None:
