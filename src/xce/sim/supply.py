@@ -68,25 +68,28 @@ def mean_lead_time(lead: LeadTime) -> float:
     return lead.mean
 
 
-class CostMeter:
-    """What the provisioned hosts up cost: a rate per second, integrated over time."""
+class LevelOverTime:
+    """A level that changes by steps (the slots present, the cost per second of the
+    hosts up), integrated over time from `start`: a change before then counts from
+    then."""
 
-    __slots__ = ("_clock", "_rate", "_spent")
+    __slots__ = ("_clock", "_level", "_total")
 
-    def __init__(self) -> None:
-        self._rate = 0.0
-        self._clock = 0.0
-        self._spent = 0.0  # up to `_clock`
+    def __init__(self, start: float) -> None:
+        self._level = 0.0
+        self._clock = start
+        self._total = 0.0  # up to `_clock`
 
     def change(self, delta: float, now: float) -> None:
-        """The cost per second changes by `delta` at `now`."""
-        self._spent += self._rate * (now - self._clock)
-        self._clock = now
-        self._rate += delta
+        """The level changes by `delta` at `now`."""
+        if now > self._clock:
+            self._total += self._level * (now - self._clock)
+            self._clock = now
+        self._level += delta
 
     def to(self, end: float) -> float:
-        """The cost from the start up to `end` (not before the last change)."""
-        return self._spent + self._rate * (end - self._clock)
+        """The integral from the start up to `end` (not before the last change)."""
+        return self._total + self._level * max(0.0, end - self._clock)
 
 
 class Supply:
@@ -146,14 +149,10 @@ class Supply:
         self.joined: list[str] = []
         self._host_seq = 0
         self._token_clock = 0.0
-        # Available slot-seconds, integrated as capacity changes (from the first submit):
-        # the slots present now, since when, and the slot-seconds up to then.
-        self._capacity_level = 0.0
-        self._capacity_from = sim.first_submit
-        self._capacity_clock = sim.first_submit
-        self._capacity_seconds = 0.0
+        # Available slot-seconds, integrated as capacity changes (from the first submit)
+        self.capacity = LevelOverTime(sim.first_submit)
         self.static_slots = sum(h.slots for h in config.hosts)
-        self._capacity(float(self.static_slots))
+        self.capacity.change(float(self.static_slots), self.loop.now)
         # What the provisioned hosts up cost per second (their templates' prices per
         # host-hour / 3600): the report's cost over time (the summary's `cost` comes
         # from the host-hours)
@@ -161,7 +160,7 @@ class Supply:
             name: price / 3600
             for name, price in template_prices(config.catalog.templates).items()
         }
-        self.cost = CostMeter()
+        self.cost = LevelOverTime(sim.first_submit)
 
     # ------------------------------------------------------------------ plumbing
     @staticmethod
@@ -178,15 +177,6 @@ class Supply:
         }
         if leads:
             self.sim.apply(SupplyChanged(lead_time=leads, time=self.loop.now))
-
-    def _capacity(self, delta: float) -> None:
-        """The slots present change by `delta` now (integrated from the first submit)."""
-        when = self.loop.now
-        if when < self._capacity_from:
-            when = self._capacity_from
-        self._capacity_seconds += self._capacity_level * (when - self._capacity_clock)
-        self._capacity_clock = when
-        self._capacity_level += delta
 
     def drained_empty(self) -> bool:
         """Whether a drained host runs nothing: a policy round would give it back."""
@@ -234,9 +224,7 @@ class Supply:
         """Slot-seconds present, and per template the seconds of provisioned hosts and
         of their busy part, up to `end`: hosts still up and jobs still running on them
         count until then, without changing what later calls see."""
-        capacity = self._capacity_seconds + self._capacity_level * max(
-            0.0, end - self._capacity_clock
-        )
+        capacity = self.capacity.to(end)
         seconds = dict(self.metrics.host_seconds)
         for template, joined in self.provisioned.values():
             seconds[template] = seconds.get(template, 0.0) + end - joined
@@ -401,7 +389,7 @@ class Supply:
                 # A timer, not work: a reclaim due after the host was given back must
                 # not keep the run going (nor stretch its sim_seconds).
                 self.loop.at(now + after, partial(self._reclaimed, host), TIMER)
-        self._capacity(float(slots * count))
+        self.capacity.change(float(slots * count), now)
         price = self._price_of.get(name, 0.0)
         if price:
             self.cost.change(price * count, now)
@@ -440,7 +428,7 @@ class Supply:
             del self.open_provisioned[host]
         now = self.loop.now
         self.sim.apply(HostRemoved(name=host, time=now))
-        self._capacity(-self._template_slots[template])
+        self.capacity.change(-self._template_slots[template], now)
         price = self._price_of.get(template, 0.0)
         if price:
             self.cost.change(-price, now)
