@@ -23,11 +23,11 @@ from collections.abc import Iterable
 class KeptHosts:
     """The kept holds of one template in one catalog pass, and the hosts it opened."""
 
-    __slots__ = ("free_by", "holds", "jobs", "lent")
+    __slots__ = ("free_by", "holds", "lent")
 
     def __init__(self) -> None:
-        self.holds: list[tuple[int, float]] = []  # (hosts, from when), in the order kept
-        self.jobs: list[int] = []  # the job of each hold
+        # (hosts, from when, for which job), in the order kept
+        self.holds: list[tuple[int, float, int]] = []
         # Per hold: the lent hosts free again by its start
         self.free_by: list[int] = []
         # Host opened in the pass -> when the last job placed on it ends
@@ -35,7 +35,7 @@ class KeptHosts:
 
     def needed_by(self, start: float) -> int:
         """Hosts the holds starting by `start` need together."""
-        return sum([count for count, at in self.holds if at <= start])
+        return sum([count for count, at, _job in self.holds if at <= start])
 
     def admits(self, count: int, start: float, room: int) -> bool:
         """Whether a hold of `count` hosts from `start` can be kept with those already
@@ -45,20 +45,19 @@ class KeptHosts:
             return False
         return all(
             room + self.free_by[k] >= self.needed_by(at) + count
-            for k, (_count, at) in enumerate(self.holds)
+            for k, (_count, at, _job) in enumerate(self.holds)
             if at >= start
         )
 
     def keep(self, job: int, count: int, start: float) -> None:
         self.free_by.append(self._free_by(start))
-        self.holds.append((count, start))
-        self.jobs.append(job)
+        self.holds.append((count, start, job))
 
-    def short(self, room: int, chosen: Iterable[int], end: float) -> int | None:
-        """The first hold (its index) that a job busy on the template until `end`, on
-        `chosen` hosts opened so far and leaving `room` hosts to come, would leave
-        too few hosts at its start; None: it leaves every hold its hosts."""
-        for k, (_count, at) in enumerate(self.holds):
+    def short(self, room: int, chosen: Iterable[int], end: float) -> tuple[int, float] | None:
+        """The first hold (its job and start) that a job busy on the template until
+        `end`, on `chosen` hosts opened so far and leaving `room` hosts to come, would
+        leave too few hosts at its start; None: it leaves every hold its hosts."""
+        for k, (_count, at, job) in enumerate(self.holds):
             if at >= end:
                 continue  # (its hosts are free again by then)
             taken = 0  # lent hosts free by then that the job would keep busy
@@ -67,7 +66,7 @@ class KeptHosts:
                 if busy is not None and busy <= at:
                     taken += 1
             if room + self.free_by[k] - taken < self.needed_by(at):
-                return k
+                return job, at
         return None
 
     def lend(self, chosen: Iterable[int], opened: Iterable[int], end: float) -> None:
@@ -82,7 +81,7 @@ class KeptHosts:
         busy = self.lent.get(index)
         if busy is not None and busy >= end:
             return
-        for k, (_count, at) in enumerate(self.holds):
+        for k, (_count, at, _job) in enumerate(self.holds):
             if busy is not None and busy <= at:
                 self.free_by[k] -= 1
             if end <= at:

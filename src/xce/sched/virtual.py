@@ -118,8 +118,8 @@ class TemplateSupply:
             return None
         return Failure(
             RESOURCE, "allowance",
-            f"Template {self.template.name}'s hosts are kept for job {kept.jobs[short]} "
-            f"from {clock(kept.holds[short][1])} (it is wider than the template's max): "
+            f"Template {self.template.name}'s hosts are kept for job {short[0]} "
+            f"from {clock(short[1])} (it is wider than the template's max): "
             "this job would keep one busy past then",
         )
 
