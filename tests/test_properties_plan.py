@@ -589,13 +589,11 @@ def test_without_pend_reasons_the_decisions_are_the_same(pw: PlanWorld) -> None:
     """A session without pend reasons (`reasons=False`, as a simulation that records
     nothing runs it) places its first reservation only when a decision needs it. Its
     decisions are those of the full session: the same dispatches, the same backfilled
-    jobs, the same timers. Without supply or tokens its reservations are left out
-    (booked, not named); with them they are the full session's on real hosts."""
+    jobs, the same timers. Its reservations are left out (booked, not named)."""
     state = pw.world.state()
     full = run_session(pw.world.state(), pw.world.now)
     lean = run_session(state, pw.world.now, reasons=False)
     assert lean.dispatch == full.dispatch, describe(pw, full)
     assert lean.backfilled == full.backfilled, describe(pw, full)
     assert lean.next_due == full.next_due
-    unnamed = not state.ranked and not state.countable_pools
-    assert lean.reservations == ([] if unnamed else real_reservations(full)), describe(pw, full)
+    assert lean.reservations == [], describe(pw, full)

@@ -407,14 +407,14 @@ class RealPass:
         # Buckets whose next jobs fail now (a twin reserved), by id: each may still
         # reserve (see _run_planned).
         self._failing: dict[int, Failure] = {}
-        # Without pend reasons, supply or tokens (a simulation that records nothing),
-        # reservations are not named (none is in the session result: `unnamed` counts
-        # them) and the first is placed only when a decision needs it: a later job
-        # could start now and would run past its start, or another job reserves.
-        # Until then only its start is known; a session in which no decision needs it
-        # never places it and leaves it out of `reservations`. Placed later, it is the
-        # same: what started meanwhile ends by its start. (Hot in EASY simulations:
-        # half of the sessions with a reservation.)
+        # Without pend reasons reservations are not named (none is in the session
+        # result: `unnamed` counts them, sched/reserving.py `book`). Without supply or
+        # tokens either (a simulation that records nothing), the first is placed only
+        # when a decision needs it: a later job could start now and would run past
+        # its start, or another job reserves. Until then only its start is known; a
+        # session in which no decision needs it never places it. Placed later, it is
+        # the same: what started meanwhile ends by its start. (Hot in EASY
+        # simulations: half of the sessions with a reservation.)
         self._lazy = self.trace is None and self.holds is None and not state.countable_pools
         self._unplaced: tuple[Bucket, PendingJob, float] | None = None  # (and its start)
         self.unnamed = 0

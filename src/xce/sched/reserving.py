@@ -69,8 +69,9 @@ def book(
     hosts: dict[int, int],
 ) -> Reservation | None:
     """Book a job's reservation; the reservation for the session result, or None
-    in a lean session, which names no hosts (`_lazy`)."""
-    if real._lazy:
+    in a session without pend reasons, which names no hosts (nothing reads them:
+    `run_session`'s `reasons`; elastic simulations, bench_traces.py)."""
+    if real.trace is None:
         plan.reserve(job.id, start, bucket.limit, hosts, bucket.use)
         real.unnamed += 1
         return None

@@ -37,9 +37,9 @@ def run_session(
     used only to fill the statistics (the driver passes a clock; tests need not).
     `reasons=False` leaves the pend groups and the trace out (`pending` and `trace`
     are empty): a caller that never reads why jobs wait (a simulator run that records
-    nothing) saves building them; every decision is the same. Without supply or
-    tokens it also leaves the reservations out (sched/realpass.py, `_lazy`: they
-    are booked, not named; the first is placed only when a decision needs it).
+    nothing) saves building them; every decision is the same. It also leaves the
+    reservations out (they are booked, not named); without supply or tokens the
+    first is placed only when a decision needs it (sched/realpass.py, `_lazy`).
     """
     started = timer() if timer is not None else 0.0
     cap = Capacity(state, journaled=True)  # (the state's as found once done: restore)
