@@ -9,7 +9,13 @@ is available to queue normal" (a resource reason) and goes on to the catalog pas
 
 from __future__ import annotations
 
+import textwrap
+
+import msgspec
+
 from xce.model.events import JobFinished
+from xce.scenario import load_scenario_text
+from xce.sched import run_session
 
 
 def waiting(template: str, detail: str) -> str:
@@ -585,6 +591,46 @@ def test_in_flight_tokens_no_pending_job_needs_are_surplus(session):
         "job 1 uses 1 token in flight and borrows nothing more"
     )
     assert s.demand["surplus"] == {"hosts": [], "resources": [{"resource": "vcs", "amount": 4}]}
+
+
+def test_a_session_without_pend_reasons_and_no_job_to_try_finds_the_same_surplus() -> None:
+    """A session without pend reasons (the simulator's) whose real pass settles no
+    job on resources makes no catalog pass (sched/demand.py `unused_supply`): every
+    host and token in flight is surplus, in the catalog's order, as a full session
+    finds."""
+    text = textwrap.dedent("""
+    now: 1000
+    cluster:
+      resources: {vcs: {type: numeric, consumable: true, shared: true}}
+      hosts:
+        - {name: h, slots: 8}
+      shared:
+        vcs: {total: 2}
+      catalog:
+        templates:
+          - {name: t, provider: aws, slots: 4, max: 10, rank: 2}
+          - {name: u, provider: aws, slots: 4, max: 10, rank: 1}
+        countables:
+          - {resource: vcs, max_borrow: 10, idle_time: 300}
+    supply:
+      in_flight: {t: 3, u: 1}
+      tokens_in_flight: {vcs: 5}
+    jobs:
+      - {id: 1, n: 2, res: "rusage[vcs=2]"}
+      - {id: 2, n: 1, hold: true}
+    """)
+    scenario = load_scenario_text(text, "surplus.yaml")
+    full = run_session(scenario.state(), scenario.now)
+    lean = run_session(scenario.state(), scenario.now, reasons=False)
+    assert [d.job for d in lean.dispatch] == [d.job for d in full.dispatch] == [1]
+    assert lean.demand == full.demand
+    assert msgspec.to_builtins(lean.demand.surplus_hosts) == [
+        {"template": "u", "count": 1}, {"template": "t", "count": 3},
+    ], "u ranks first"
+    assert msgspec.to_builtins(lean.demand.surplus_tokens) == [
+        {"resource": "vcs", "amount": 5.0}
+    ]
+    assert lean.demand.hosts == lean.demand.resources == []
 
 
 # --------------------------------------------------------------------------- idle hosts

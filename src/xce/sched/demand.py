@@ -21,6 +21,7 @@ from xce.sched.catalog import CatalogPass, Outcome, Placed
 from xce.sched.realpass import Failure, Settled
 from xce.sched.reasons import PROVISIONING, RESERVED, RESOURCE, plural, reserved_and
 from xce.sched.served import SERVED
+from xce.sched.state import SchedulerState
 
 
 def waiting_reason(placed: Placed) -> str:
@@ -148,6 +149,25 @@ def demand(catalog: CatalogPass) -> Demand:
         if t.in_flight > 0
     ]
     return Demand(hosts, resources, surplus_hosts, surplus_tokens)
+
+
+def unused_supply(state: SchedulerState) -> Demand:
+    """The demand of a session whose catalog pass has no job to try (no job failed on
+    resources): nothing is asked for, and every host and token in flight is surplus
+    (what `demand` finds of a catalog pass that placed nothing, without making one:
+    most sessions of elastic simulations, bench_traces.py)."""
+    in_flight = state.in_flight
+    surplus_hosts = []
+    for template in state.ranked:
+        count = in_flight.get(template.name, 0)
+        if count > 0:
+            surplus_hosts.append(SurplusHosts(template.name, count))
+    surplus_tokens = [
+        SurplusTokens(pool.label, pool.tokens_in_flight)
+        for pool in state.countable_pools
+        if pool.tokens_in_flight > 0
+    ]
+    return Demand([], [], surplus_hosts, surplus_tokens)
 
 
 def supply_holds(

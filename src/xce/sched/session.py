@@ -15,13 +15,13 @@ from xce.model.result import (
 )
 from xce.sched.capacity import Capacity
 from xce.sched.catalog import CatalogPass
-from xce.sched.demand import demand, pend_groups, supply_holds
+from xce.sched.demand import demand, pend_groups, supply_holds, unused_supply
 from xce.sched.failure import Settled
 from xce.sched.idle import idle_due, idle_supply
 from xce.sched.preemption import PreemptionPass, requeued_victims, resumable
 from xce.sched.quiet import remember
 from xce.sched.realpass import RealPass
-from xce.sched.reasons import HELD, HOLD
+from xce.sched.reasons import HELD, HOLD, RESOURCE
 from xce.sched.state import SchedulerState
 
 Timer = Callable[[], float]
@@ -76,13 +76,16 @@ def _session(
     found = Demand()  # nothing provisionable, or nothing that would help
     evaluated = 0
     comes_of_age = math.inf  # a job held back by its queue's demand_after
-    if reasons or state.ranked or state.countable_pools:
+    tried = settled + victims if victims else settled
+    if not reasons and (state.ranked or state.countable_pools) and not _to_try(tried):
+        found = unused_supply(state)  # (the catalog pass would try nothing)
+    elif reasons or state.ranked or state.countable_pools:
         catalog = CatalogPass(
             state, cap, real.evaluator, trace if reasons else None, now, real.holds,
             # (no planned end, before this session or of its dispatches: no earlier start)
             real.ensure_plan if state.ends or real.ends_planned else None,
         )
-        outcomes = catalog.run(settled + victims if victims else settled)
+        outcomes = catalog.run(tried)
         found, evaluated = demand(catalog), catalog.evaluated
         comes_of_age = catalog.demand_after.due
         if reasons:
@@ -125,6 +128,16 @@ def _session(
         now, real.dispatch, pending, trace, found, idle, stats, planned, due,
         real.backfilled, orphans, preemptions, resumes,
     )
+
+
+def _to_try(settled: list[Settled]) -> bool:
+    """Whether the catalog pass has a job to try: one the real pass settled on
+    resources."""
+    for s in settled:
+        _jobs, start, stop = s.span()
+        if start < stop and s.failure.kind == RESOURCE:
+            return True
+    return False
 
 
 def _held_and_waiting(state: SchedulerState, trace: list[TraceEntry]) -> list[PendGroup]:

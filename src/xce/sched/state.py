@@ -187,15 +187,26 @@ class SchedulerState:
 
     def _apply_other(self, event: SchedulerEvent) -> None:
         """The events apply() has no fast path for."""
+        # Hosts joining, closing and leaving by exact type before the match (compiled,
+        # each arm is a generic isinstance: 2 % of an elastic simulation, callgrind)
+        if type(event) is HostAdded:
+            add_host(self, event)
+        elif type(event) is HostStateChanged:
+            set_host_state(self, self._host(event.name), event.state)
+        elif type(event) is HostRemoved:
+            remove_host(self, self._host(event.name))
+        else:
+            self._apply_rest(event)
+            return
+        self.capacity_version += 1  # (what fits changed)
+        if self.waits.dirty:
+            self.waits.settle(self)
+
+    def _apply_rest(self, event: SchedulerEvent) -> None:
+        """The events neither apply() nor _apply_other has a fast path for."""
         match event:
             case JobKilled():
                 self._end_job(event)
-            case HostAdded():
-                add_host(self, event)
-            case HostStateChanged(name=name, state=host_state):
-                set_host_state(self, self._host(name), host_state)
-            case HostRemoved(name=name):
-                remove_host(self, self._host(name))
             case SupplyChanged():
                 apply_supply(self, event)
             case JobRequeued(job=job_id, time=time):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 from itertools import groupby
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from xce.model.causes import Cause
 from xce.model.cluster import ClusterConfig, HostTemplate
@@ -42,6 +42,11 @@ from xce.sim.providers import HostProvider, TokenPool
 
 if TYPE_CHECKING:
     from xce.sim.driver import Simulator
+
+# (read once: compiled, each `HostState.X` is a slow generic lookup through the
+# enum's metaclass; a drain per idle host given back in elastic simulations)
+_CLOSED: Final = HostState.CLOSED
+_OK: Final = HostState.OK
 
 
 class Order:
@@ -271,9 +276,9 @@ class Supply:
     def _drain(self, host: str, cause: Cause) -> None:
         """Close a provisioned host for its cause, as the provisioner asks the
         controller (closed_Idle or closed_Life; the same fact)."""
-        current = HostState.CLOSED if host in self.closed else HostState.OK
-        reason, recorded = host_change(host, current, HostState.CLOSED, cause, cause)
-        self.sim.apply(HostStateChanged(name=host, state=HostState.CLOSED, time=self.loop.now,
+        current = _CLOSED if host in self.closed else _OK
+        reason, recorded = host_change(host, current, _CLOSED, cause, cause)
+        self.sim.apply(HostStateChanged(name=host, state=_CLOSED, time=self.loop.now,
                                         reason=reason, cause=recorded))
         if host not in self.closed:
             self.closed.add(host)
