@@ -153,9 +153,9 @@ class SchedulerState:
         """Apply one event. Raises SubmitError / SchedulerInputError, changing nothing:
         also for an event that is not a SchedulerEvent (the drivers pass on only these,
         xce.model.events.is_scheduler_event)."""
-        # The three most frequent events by exact type, before the match (compiled, a
-        # class pattern is a generic isinstance per arm; bench_controller.py recovery,
-        # bench_sim.py)
+        # The most frequent events by exact type, before the match (compiled, a class
+        # pattern is a generic isinstance per arm; bench_controller.py recovery,
+        # bench_sim.py; host events: 2 % of an elastic simulation, callgrind)
         if type(event) is JobSubmitted:
             self._submit(event.job)  # (a new job changes who is queued, not what fits)
             return
@@ -169,6 +169,12 @@ class SchedulerState:
                 self.waits.started(self, event.job, event.time)
         elif type(event) is JobFinished:
             self._end_job(event)
+        elif type(event) is HostAdded:  # (hosts joining, closing, leaving: elastic runs)
+            add_host(self, event)
+        elif type(event) is HostStateChanged:
+            set_host_state(self, self._host(event.name), event.state)
+        elif type(event) is HostRemoved:
+            remove_host(self, self._host(event.name))
         else:
             self._apply_other(event)
             return
@@ -187,23 +193,6 @@ class SchedulerState:
 
     def _apply_other(self, event: SchedulerEvent) -> None:
         """The events apply() has no fast path for."""
-        # Hosts joining, closing and leaving by exact type before the match (compiled,
-        # each arm is a generic isinstance: 2 % of an elastic simulation, callgrind)
-        if type(event) is HostAdded:
-            add_host(self, event)
-        elif type(event) is HostStateChanged:
-            set_host_state(self, self._host(event.name), event.state)
-        elif type(event) is HostRemoved:
-            remove_host(self, self._host(event.name))
-        else:
-            self._apply_rest(event)
-            return
-        self.capacity_version += 1  # (what fits changed)
-        if self.waits.dirty:
-            self.waits.settle(self)
-
-    def _apply_rest(self, event: SchedulerEvent) -> None:
-        """The events neither apply() nor _apply_other has a fast path for."""
         match event:
             case JobKilled():
                 self._end_job(event)
