@@ -127,6 +127,16 @@ def static_fit(
     return fit
 
 
+def has_jobs_to_try(settled: list[Settled]) -> bool:
+    """Whether a catalog pass over `settled` would try a job (`CatalogPass.run` tries
+    the jobs the real pass settled on resources; the others keep its reason)."""
+    for s in settled:
+        _jobs, start, stop = s.span()
+        if start < stop and s.failure.kind == RESOURCE:
+            return True
+    return False
+
+
 class CatalogPass:
     """Runs the catalog pass over the buckets the real pass settled on resources."""
 

@@ -14,14 +14,14 @@ from xce.model.result import (
     TraceEntry,
 )
 from xce.sched.capacity import Capacity
-from xce.sched.catalog import CatalogPass
+from xce.sched.catalog import CatalogPass, has_jobs_to_try
 from xce.sched.demand import demand, pend_groups, supply_holds, unused_supply
 from xce.sched.failure import Settled
 from xce.sched.idle import idle_due, idle_supply
 from xce.sched.preemption import PreemptionPass, requeued_victims, resumable
 from xce.sched.quiet import remember
 from xce.sched.realpass import RealPass
-from xce.sched.reasons import HELD, HOLD, RESOURCE
+from xce.sched.reasons import HELD, HOLD
 from xce.sched.state import SchedulerState
 
 Timer = Callable[[], float]
@@ -77,7 +77,7 @@ def _session(
     evaluated = 0
     comes_of_age = math.inf  # a job held back by its queue's demand_after
     tried = settled + victims if victims else settled
-    if not reasons and (state.ranked or state.countable_pools) and not _to_try(tried):
+    if not reasons and (state.ranked or state.countable_pools) and not has_jobs_to_try(tried):
         found = unused_supply(state)  # (the catalog pass would try nothing)
     elif reasons or state.ranked or state.countable_pools:
         catalog = CatalogPass(
@@ -128,16 +128,6 @@ def _session(
         now, real.dispatch, pending, trace, found, idle, stats, planned, due,
         real.backfilled, orphans, preemptions, resumes,
     )
-
-
-def _to_try(settled: list[Settled]) -> bool:
-    """Whether the catalog pass has a job to try: one the real pass settled on
-    resources."""
-    for s in settled:
-        _jobs, start, stop = s.span()
-        if start < stop and s.failure.kind == RESOURCE:
-            return True
-    return False
 
 
 def _held_and_waiting(state: SchedulerState, trace: list[TraceEntry]) -> list[PendGroup]:
