@@ -190,6 +190,26 @@ def test_a_host_that_joins_before_its_acceptance_is_recorded() -> None:
     ]
 
 
+def test_accepting_a_request_whose_host_joined_first_keeps_it_joined() -> None:
+    """A fast provider's agent can join before the provisioner reports the provider's
+    answer: the late acceptance is no conflict, and the other host becomes running."""
+    book = book_with(2)
+    feed(book, [joined("c5-1")])
+    made = book.accept_instances({"c5-1": "i-1", "c5-2": "i-2"}, 6.0)
+    assert [(e.host, e.state, e.instance_id) for e in made
+            if isinstance(e, InstanceChanged)] == [("c5-2", "running", "i-2")]
+    assert (book.instances["c5-1"].state, book.instances["c5-2"].state) == (
+        "joined", "running")
+
+
+def test_accepting_a_released_instance_changes_nothing() -> None:
+    book = book_with(2)
+    book.apply(InstanceChanged("c5-2", "released", CANCELLED, 2.0))
+    with pytest.raises(TransitionError, match="c5-2"):
+        book.accept_instances({"c5-1": "i-1", "c5-2": "i-2"}, 6.0)
+    assert book.instances["c5-1"].state == "requested", "checked whole before any change"
+
+
 def test_a_reclaimed_host_is_lost_and_its_request_returned() -> None:
     book = book_with(1)
     accept(book, "c5-1")

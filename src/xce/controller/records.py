@@ -13,6 +13,8 @@ provider's inventory.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 
 from xce.model.causes import Cause
@@ -139,6 +141,21 @@ class RecordBook:
                         *self.change_instance(host, state, now, reason)]
             return []
         return self.change_instance(host, state, now, reason, cause=cause)
+
+    def accept_instances(self, instances: Mapping[str, str], now: float) -> list[Event]:
+        """The provider started these instances (expected host -> the provider's id):
+        each `requested` one becomes running. One whose host joined first (a fast
+        provider's agent can join before the provisioner reports the answer) keeps its
+        state. TransitionError, before any change, if another cannot become running."""
+        for host in instances:
+            if not self.instances[host].joined:
+                self.check_instance(host, InstanceState.RUNNING)
+        events: list[Event] = []
+        for host, instance_id in instances.items():
+            if self.instances[host].state == InstanceState.REQUESTED:
+                events += self.change_instance(host, InstanceState.RUNNING, now,
+                                               instance_id=instance_id)
+        return events
 
     def check_instance(self, host: str, state: InstanceState) -> None:
         """TransitionError unless the instance may become `state` (or already is)."""

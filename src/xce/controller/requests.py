@@ -102,13 +102,7 @@ class RequestDesk:
             raise ApiProblem(400, f"request {request} has no host {', '.join(unknown)}")
         now = facts.clock()
         try:
-            for host in instances:  # checked whole before any change
-                facts.records.check_instance(host, InstanceState.RUNNING)
-            events: list[Event] = []
-            for host, instance_id in instances.items():
-                if facts.records.instances[host].state == InstanceState.REQUESTED:
-                    events += facts.records.change_instance(host, InstanceState.RUNNING, now,
-                                                            instance_id=instance_id)
+            events = facts.records.accept_instances(instances, now)
         except TransitionError as err:
             raise ApiProblem(409, str(err)) from err
         await facts.commit(now, events)
