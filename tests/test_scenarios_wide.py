@@ -327,3 +327,35 @@ def test_a_host_that_joins_for_a_short_job_is_not_shared_past_the_wide_start(ses
         {"template": "burst", "count": 1, "in_flight_used": 0, "jobs": [9]}
     ]
     assert s.reason(10) == KEPT_FOR_8
+
+
+LOWERED = """
+now: 1000
+cluster:
+  reserve_depth: 1
+  hosts: [{name: "n[01-04]", slots: 1}]
+  queues: [{name: normal, priority: 30, backfill: true}]
+  catalog:
+    idle_time: 600
+    templates: [{name: big, provider: cloud, slots: 4, max: 1, expected_lead_time: 120}]
+supply:
+  in_flight: {big: 2}
+  requested: {big: [990, 990]}
+jobs:
+  - {id: 1, n: 3, state: RUN, hosts: {n01: 1, n02: 1, n03: 1}, start: 0, run_limit: 5000}
+  - {id: 8, n: 6, submit: 10, run_limit: 500}
+  - {id: 9, n: 3, submit: 20, run_limit: 500}
+"""
+
+
+def test_hosts_in_flight_beyond_a_lowered_max_hold_the_job_wholly(session):
+    """Template big's max was lowered to 1 while two of its 4-slot hosts were in flight
+    (due at 1110); job 1 runs on n01-n03 until 5000. Job 8 (6 slots) is wider than
+    the max, but the two hosts to come hold it wholly: it holds them and no real slot.
+    (It once held minus two slots on n04, the free one-slot host, which let job 9 be
+    reserved three slots there.)"""
+    s = session(LOWERED)
+    assert holds(s) == [(8, 1110.0, {"big:virtual": 6})]
+    assert s.demand["hosts"] == [{"template": "big", "count": 0, "in_flight_used": 2,
+                                  "jobs": [8]}]
+    assert reservations(s.json) == [(9, 5000.0, {"n01": 1, "n02": 1, "n03": 1})]

@@ -220,7 +220,7 @@ def take_share(
     share: dict[int, int] = {}
     if not pieces:
         left = n
-        for index in ranked:
+        for index in ranked if left > 0 else ():
             take = min(room[index], left)
             share[index] = take
             left -= take

@@ -74,7 +74,9 @@ def wide_option(
     count = min(holds.to_come(template), -(-bucket.n // per_host))
     if count <= 0:
         return None
-    need = bucket.n - count * per_host  # (> 0: more hosts than its max)
+    # (> 0: more hosts than its max; none when hosts in flight beyond a lowered max
+    # hold it wholly: then it holds them alone)
+    need = max(0, bucket.n - count * per_host)
     arrival = holds.arrival(template, count)
     # (reserve_depth 0: no reservation on real hosts ahead of their time, as for any
     # job; it holds those free by the time the template's hosts would come)
