@@ -33,6 +33,9 @@ def scenario(end: float, *jobs: str, now: float = 1000) -> str:
     return CLUSTER.format(now=now, end=end) + "".join(f"  - {job}\n" for job in jobs)
 
 
+# Two burst hosts in flight, requested at 990: due at 1110.
+TWO_IN_FLIGHT = "supply:\n  in_flight: {burst: 2}\n  requested: {burst: [990, 990]}\njobs:\n"
+
 ASKED = [{"template": "burst", "count": 2, "in_flight_used": 0, "jobs": [8]}]
 
 
@@ -189,9 +192,7 @@ def test_hosts_in_flight_are_not_waited_for_when_the_real_part_frees_later(sessi
     """Two burst hosts are in flight (requested at 990, due at 1110); the real part
     frees at 2000. Hosts asked for at 1880 join by 2000 (lead 120 s), whatever the
     in-flight ones would do: the job asks then, and the in-flight hosts are surplus."""
-    text = scenario(2000).replace(
-        "jobs:\n", "supply:\n  in_flight: {burst: 2}\n  requested: {burst: [990, 990]}\njobs:\n"
-    )
+    text = scenario(2000).replace("jobs:\n", TWO_IN_FLIGHT)
     s = session(text)
     assert s.demand["hosts"] == []
     assert s.json["next_due"] == 1880.0
@@ -329,33 +330,20 @@ def test_a_host_that_joins_for_a_short_job_is_not_shared_past_the_wide_start(ses
     assert s.reason(10) == KEPT_FOR_8
 
 
-LOWERED = """
-now: 1000
-cluster:
-  reserve_depth: 1
-  hosts: [{name: "n[01-04]", slots: 1}]
-  queues: [{name: normal, priority: 30, backfill: true}]
-  catalog:
-    idle_time: 600
-    templates: [{name: big, provider: cloud, slots: 4, max: 1, expected_lead_time: 120}]
-supply:
-  in_flight: {big: 2}
-  requested: {big: [990, 990]}
-jobs:
-  - {id: 1, n: 3, state: RUN, hosts: {n01: 1, n02: 1, n03: 1}, start: 0, run_limit: 5000}
-  - {id: 8, n: 6, submit: 10, run_limit: 500}
-  - {id: 9, n: 3, submit: 20, run_limit: 500}
-"""
-
 
 def test_hosts_in_flight_beyond_a_lowered_max_hold_the_job_wholly(session):
-    """Template big's max was lowered to 1 while two of its 4-slot hosts were in flight
-    (due at 1110); job 1 runs on n01-n03 until 5000. Job 8 (6 slots) is wider than
-    the max, but the two hosts to come hold it wholly: it holds them and no real slot.
-    (It once held minus two slots on n04, the free one-slot host, which let job 9 be
-    reserved three slots there.)"""
-    s = session(LOWERED)
-    assert holds(s) == [(8, 1110.0, {"big:virtual": 6})]
-    assert s.demand["hosts"] == [{"template": "big", "count": 0, "in_flight_used": 2,
+    """Template burst, now of 4-slot hosts, had its max lowered to 1 while two of its
+    hosts were in flight (due at 1110); n01-n03 are busy. Job 8, made 6 slots, is
+    wider than the max, but the two hosts to come hold it wholly: it holds them and
+    no real slot. (It once held minus two slots on n04, the free one-slot host, so a
+    later job could be reserved three slots there.)"""
+    text = (
+        scenario(5000, "{id: 3, n: 1, state: RUN, hosts: {n03: 1}, start: 0, run_limit: 5000}")
+        .replace("slots: 1, max: 2,", "slots: 4, max: 1,")
+        .replace("{id: 8, n: 5,", "{id: 8, n: 6,")
+        .replace("jobs:\n", TWO_IN_FLIGHT)
+    )
+    s = session(text)
+    assert holds(s) == [(8, 1110.0, {"burst:virtual": 6})]
+    assert s.demand["hosts"] == [{"template": "burst", "count": 0, "in_flight_used": 2,
                                   "jobs": [8]}]
-    assert reservations(s.json) == [(9, 5000.0, {"n01": 1, "n02": 1, "n03": 1})]
