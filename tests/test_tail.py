@@ -1,4 +1,4 @@
-"""`model/result.py` `Tail`: pend groups hold the rest of a bucket's scheduling order
+"""`sched/tail.py` `Tail`: pend groups hold the rest of a bucket's scheduling order
 without copying it (sched/failure.py `Settled.pending`); read, it is that slice."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xce.model.result import Tail
+from xce.sched.tail import Tail
 
 
 def test_a_tail_reads_as_its_slice() -> None:

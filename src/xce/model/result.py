@@ -6,7 +6,7 @@ import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Protocol
 
 import msgspec
 
@@ -16,7 +16,6 @@ import msgspec
 # time a key is compared or stored, several times per job a session (bench_easy.py,
 # docs/performance.md); items of Any keep Python's exact arithmetic (merge keys).
 SortKey = tuple[Any, ...]
-T_co = TypeVar("T_co", covariant=True)
 
 
 class OrderedJob(Protocol):
@@ -68,64 +67,20 @@ class TraceEntry(msgspec.Struct, frozen=True):
     detail: str
 
 
-class Tail(Sequence[T_co]):
-    """`items[start:stop]` of a list that is not changed before `stop` (a bucket's
-    jobs in scheduling order), not copied: a session's pend groups hold their jobs
-    so (sched/failure.py `Settled.pending`), and in a simulation most are never
-    read, while a copy of thousands of jobs every session was a tenth of a big
-    machine's run (RICC-2010-2, bench/RESULTS.md)."""
+class PendGroup(msgspec.Struct):
+    """Jobs that pend for the same reason after the same evaluation (one bucket).
 
-    __slots__ = ("_items", "_start", "_stop")
+    A Struct: its __init__ in C (a session makes one per bucket, where a class of
+    this interpreted module paid for a Python frame: bench_demand.py)."""
 
-    def __init__(self, items: list[T_co], start: int, stop: int) -> None:
-        self._items, self._start, self._stop = items, start, stop
-
-    def __len__(self) -> int:
-        return self._stop - self._start
-
-    @overload
-    def __getitem__(self, at: int) -> T_co: ...
-
-    @overload
-    def __getitem__(self, at: slice) -> list[T_co]: ...
-
-    def __getitem__(self, at: int | slice) -> T_co | list[T_co]:
-        if isinstance(at, slice):
-            return self._items[self._start : self._stop][at]
-        return self._items[range(self._start, self._stop)[at]]  # (one item: no copy)
-
-    def __iter__(self) -> Iterator[T_co]:
-        return iter(self._items[self._start : self._stop])
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Tail | list):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # (a sequence compared by its items)
-
-
-class PendGroup:
-    """Jobs that pend for the same reason after the same evaluation (one bucket)."""
-
-    __slots__ = ("_runs", "_trace", "kind", "members", "reason")
-
-    def __init__(
-        self,
-        reason: str,
-        kind: str,
-        members: Sequence[OrderedJob],
-        trace: Sequence[int],
-        runs: Sequence[tuple[int, int]] = (),
-    ) -> None:
-        self.reason = reason
-        self.kind = kind  # resource, limit, queue, hold, provisioning, ...
-        self.members = members
-        # Indices into SessionResult.trace: `trace`, then the `runs` of consecutive
-        # ones, (start, stop) (a session with many buckets makes them by the
-        # thousand: the ints are made only when read).
-        self._trace = trace
-        self._runs = runs
+    reason: str
+    kind: str  # resource, limit, queue, hold, provisioning, ...
+    members: Sequence[OrderedJob]
+    # Indices into SessionResult.trace: `_trace`, then the `_runs` of consecutive
+    # ones, (start, stop) (a session with many buckets makes them by the thousand:
+    # the ints are made only when read).
+    _trace: Sequence[int]
+    _runs: Sequence[tuple[int, int]] = ()
 
     @property
     def trace(self) -> list[int]:

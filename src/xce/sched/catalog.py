@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from xce.model.result import SortKey, Tail, TraceEntry
+from xce.model.result import SortKey, TraceEntry
 from xce.sched import placement
 from xce.sched.buckets import Bucket, InKeyOrder, PendingJob
 from xce.sched.capacity import Capacity
@@ -37,6 +37,7 @@ from xce.sched.served import SERVED, ServedOnReal
 from xce.sched.share_order import local_until, merge_key
 from xce.sched.state import SchedulerState
 from xce.sched.supply_state import arrivals
+from xce.sched.tail import Tail
 from xce.sched.tokens import TokenSupply, TokenUse, cover, lending
 from xce.sched.virtual import BEYOND_MAX, TemplateSupply, static_verdict, virtual_of
 

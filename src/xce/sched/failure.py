@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xce.model.result import Tail
 from xce.sched.buckets import Bucket, PendingJob
+from xce.sched.tail import Tail
 
 
 class Failure:
