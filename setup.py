@@ -17,8 +17,10 @@ from pathlib import Path
 from setuptools import setup
 
 # The modules compiled: everything a scheduling session and a simulator run spend their
-# time in. Their imports (the model, the config) stay interpreted.
+# time in. Their imports (the model, the config) stay interpreted, but for the
+# durations a policy round writes into every drain's reason.
 COMPILED = [
+    "src/xce/model/durations.py",
     *sorted(str(p) for p in Path("src/xce/sched").glob("*.py")),
     *sorted(str(p) for p in Path("src/xce/policy").glob("*.py")),
     "src/xce/sim/driver.py",

@@ -135,6 +135,8 @@ class Supply:
         # each was requested; cancelled: the latest first)
         self._orders: dict[str, list[Order]] = {t: [] for t in self.templates}
         self.void_actions = 0  # scheduled joins and failures of hosts since cancelled (no work)
+        # (current state, cause) -> what closing a host so records (Supply._drain)
+        self._closes: dict[tuple[str, Cause], tuple[str, Cause | None]] = {}
         self._template_slots: dict[str, float] = {
             t.name: float(t.slots) for t in config.catalog.templates
         }
@@ -277,7 +279,15 @@ class Supply:
         """Close a provisioned host for its cause, as the provisioner asks the
         controller (closed_Idle or closed_Life; the same fact)."""
         current = _CLOSED if host in self.closed else _OK
-        reason, recorded = host_change(host, current, _CLOSED, cause, cause)
+        # What the host table records depends on the two states and the cause alone:
+        # asked once each (host_change is interpreted; a drain per idle host given
+        # back, 60,716 in the first 20,000 jobs of elastic HPC2N)
+        change = self._closes.get((current, cause))
+        if change is None:
+            change = self._closes[(current, cause)] = host_change(
+                host, current, _CLOSED, cause, cause
+            )
+        reason, recorded = change
         self.sim.apply(HostStateChanged(name=host, state=_CLOSED, time=self.loop.now,
                                         reason=reason, cause=recorded))
         if host not in self.closed:
