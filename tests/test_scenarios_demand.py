@@ -598,20 +598,10 @@ def test_a_session_without_pend_reasons_and_no_job_to_try_finds_the_same_surplus
     job on resources makes no catalog pass (sched/demand.py `unused_supply`): every
     host and token in flight is surplus, in the catalog's order, as a full session
     finds."""
-    text = textwrap.dedent("""
-    now: 1000
-    cluster:
-      resources: {vcs: {type: numeric, consumable: true, shared: true}}
-      hosts:
-        - {name: h, slots: 8}
-      shared:
-        vcs: {total: 2}
-      catalog:
-        templates:
-          - {name: t, provider: aws, slots: 4, max: 10, rank: 2}
-          - {name: u, provider: aws, slots: 4, max: 10, rank: 1}
-        countables:
-          - {resource: vcs, max_borrow: 10, idle_time: 300}
+    # TOKENS with two tokens in the pool, and template u ranked before t
+    u_first = "max: 10, rank: 2}\n          - {name: u, provider: aws, slots: 4, max: 10, rank: 1}"
+    two_templates = TOKENS.replace("total: 0", "total: 2").replace("max: 10}", u_first)
+    text = textwrap.dedent(two_templates + """
     supply:
       in_flight: {t: 3, u: 1}
       tokens_in_flight: {vcs: 5}
