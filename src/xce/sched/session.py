@@ -77,9 +77,10 @@ def _session(
     evaluated = 0
     comes_of_age = math.inf  # a job held back by its queue's demand_after
     tried = settled + victims if victims else settled
-    if not reasons and (state.ranked or state.countable_pools) and not has_jobs_to_try(tried):
+    elastic = bool(state.ranked or state.countable_pools)
+    if elastic and not reasons and not has_jobs_to_try(tried):
         found = unused_supply(state)  # (the catalog pass would try nothing)
-    elif reasons or state.ranked or state.countable_pools:
+    elif elastic or reasons:
         catalog = CatalogPass(
             state, cap, real.evaluator, trace if reasons else None, now, real.holds,
             # (no planned end, before this session or of its dispatches: no earlier start)
