@@ -29,18 +29,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
+from hand_provider import HandProvider, join, rounds
 from live import FAST, LiveCluster, live_cluster, skip_unless_linux, wait_for
 
 from xce.config import load_config_text
 from xce.controller.records import ALL_CANCELLED, OTHERS_CANCELLED
 from xce.model.lifecycle import CANCELLED
-from xce.policy import Action
 from xce.policy.actions import CancelHosts
 from xce.provisioner.client import ControllerRefused
 from xce.provisioner.daemon import Provisioner, cancel_candidates
-from xce.provisioner.provider import Description, HostGrant, Instance, TemplateOffer
+from xce.provisioner.provider import HostGrant, Instance
 from xce.provisioner.providers.local import LocalProvider, local_config
 
 pytestmark = skip_unless_linux
@@ -253,70 +252,6 @@ policy:
   max_lifetime: 0
 """
 QUIET = ("--heartbeat-interval", "0.3", "--unreach-after", "60", "--requeue-after", "120")
-
-
-class HandProvider:
-    """A provider the test drives: it starts nothing; the test joins its hosts (with the
-    tokens it was given) when it wants. `before_release` runs before each release."""
-
-    def __init__(self) -> None:
-        self.grants: dict[str, HostGrant] = {}
-        self.made: dict[str, Instance] = {}
-        self.released: list[str] = []
-        self.before_release: Any = None
-
-    def describe(self) -> Description:
-        return Description("hand", (TemplateOffer("burst", 2, max=4),))
-
-    def request_hosts(self, request_id: str, template: str,
-                      hosts: Sequence[HostGrant]) -> list[Instance]:
-        for grant in hosts:
-            self.grants[grant.name] = grant
-            self.made[grant.name] = Instance(f"hand-{grant.name}", "hand", template,
-                                             request_id, grant.name, "running", time.time())
-        return [self.made[g.name] for g in hosts]
-
-    def release(self, instance_ids: Sequence[str]) -> None:
-        if self.before_release is not None:
-            self.before_release(instance_ids)
-        for host, instance in list(self.made.items()):
-            if instance.id in instance_ids:
-                del self.made[host]
-                self.released.append(instance.id)
-
-    def instances(self) -> list[Instance]:
-        return list(self.made.values())
-
-    def borrow(self, pool: str, amount: float) -> float:
-        return 0.0
-
-    def give_back(self, pool: str, amount: float) -> None:
-        pass
-
-    def lent(self) -> dict[str, float]:
-        return {}
-
-
-def join(cluster: LiveCluster, grant: HostGrant) -> int:
-    """The host's agent registers with its join token (as `xce agent` does); the HTTP
-    status."""
-    cluster.tokens[grant.name] = cluster.root / f"join-{grant.name}.token"
-    cluster.tokens[grant.name].write_text(grant.join_token + "\n")
-    return cluster.api("POST", f"/agents/{grant.name}/register",
-                       {"slots": 2, "running": []}, grant.name).status
-
-
-def rounds(prov: Provisioner, count: int = 1) -> list[Action]:
-    async def main() -> list[Action]:
-        done: list[Action] = []
-        async with aiohttp.ClientSession() as session:
-            prov.client.session = session
-            for _ in range(count):
-                done += await prov.round()
-            prov.client.session = None
-        return done
-
-    return asyncio.run(main())
 
 
 def test_a_host_joining_during_its_cancellation_is_kept_or_released(tmp_path: Path) -> None:

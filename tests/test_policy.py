@@ -29,6 +29,7 @@ from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, HostDemand, Idle, IdleHost, IdleResource, ResourceDemand
 from xce.policy import (
     Action,
+    DecommissionHost,
     DrainHost,
     PolicyInput,
     PolicyMemory,
@@ -285,19 +286,38 @@ def test_backoff_delay_doubles_per_failure_up_to_max_and_resets_after_a_join():
 
 
 def test_idle_reclaim_drains_an_idle_host():
+    """Drained empty, an idle host is decommissioned in the same round, right after its
+    drain (it has nothing to finish)."""
     idle = Idle(hosts=[IdleHost("c-1", C5, 700)])
     actions, _ = round_(PolicyConfig(), inp(1000, idle=idle, hosts=[host("c-1", joined=100)]))
-    assert actions == [("DrainHost", "c-1")]
+    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-1")]
     drain, _ = decide(inp(1000, idle=idle, hosts=[host("c-1", joined=100)]), PolicyMemory(),
                       PolicyConfig(), CATALOG)
     assert isinstance(drain[0], DrainHost) and drain[0].cause is Cause.IDLE
+    assert drain[1] == DecommissionHost("c-1", "drained and empty"), drain[1]
+    assert drain[1].cause is Cause.DRAINED
+
+
+def test_an_idle_host_is_drained_and_decommissioned_in_the_same_round():
+    """No second round is needed to give an idle host back: the round that drains it
+    decommissions it, and each DecommissionHost follows its own DrainHost at once."""
+    idle = Idle(hosts=[IdleHost("c-1", C5, 700), IdleHost("c-3", C5, 650)])
+    hosts = [host("c-1", joined=100), host("c-2", joined=150, running=1),
+             host("c-3", joined=200)]
+    actions, _ = round_(PolicyConfig(), inp(1000, idle=idle, hosts=hosts))
+    assert actions == [
+        ("DrainHost", "c-1"), ("DecommissionHost", "c-1"),
+        ("DrainHost", "c-3"), ("DecommissionHost", "c-3"),
+    ], "c-2 runs a job: neither drained nor decommissioned"
 
 
 def test_idle_reclaim_leaves_busy_and_not_yet_idle_hosts():
     idle = Idle(hosts=[IdleHost("c-2", C5, 600)])
     hosts = [host("c-1", joined=100, running=2), host("c-2", joined=100), host("c-3", joined=900)]
     actions, _ = round_(PolicyConfig(), inp(1000, idle=idle, hosts=hosts))
-    assert actions == [("DrainHost", "c-2")], "only the host the session reports idle"
+    assert actions == [("DrainHost", "c-2"), ("DecommissionHost", "c-2")], (
+        "only the host the session reports idle"
+    )
 
 
 def test_idle_reclaim_decommissions_a_closed_empty_host():
@@ -312,7 +332,9 @@ def test_min_hosts_keeps_idle_hosts():
     idle = Idle(hosts=[IdleHost("c-1", C5, 700), IdleHost("c-2", C5, 700)])
     hosts = [host("c-1"), host("c-2")]
     actions, _ = round_(PolicyConfig(min_hosts={C5: 1}), inp(1000, idle=idle, hosts=hosts))
-    assert actions == [("DrainHost", "c-1")], "one of two idle hosts kept for min_hosts 1"
+    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-1")], (
+        "one of two idle hosts kept for min_hosts 1"
+    )
     actions, _ = round_(PolicyConfig(min_hosts={C5: 2}), inp(1000, idle=idle, hosts=hosts))
     assert actions == [], "min_hosts 2: both kept"
 
@@ -342,7 +364,9 @@ def test_a_draining_host_still_running_may_be_counted_instead_of_listed():
         inp(1000, idle=two, hosts=[host("c-2"), host("c-3")], alive={C5: 3}),
         closed_busy={C5: 1},
     )
-    assert round_(config, counted)[0] == [("DrainHost", "c-2")], "one of two open kept"
+    assert round_(config, counted)[0] == [("DrainHost", "c-2"), ("DecommissionHost", "c-2")], (
+        "one of two open kept"
+    )
 
 
 # --------------------------------------------------------------------------- lifetime
@@ -356,6 +380,21 @@ def test_maximum_lifetime_drains_an_old_host_even_when_busy():
     assert actions[0].reason.startswith("maximum lifetime"), actions[0].reason
     assert isinstance(actions[0], DrainHost) and actions[0].cause is Cause.LIFETIME, \
         "the cause, not the reason's words, says why (the close reason sent)"
+
+
+def test_a_busy_host_drained_at_its_lifetime_is_decommissioned_once_empty():
+    """A host past its lifetime still running jobs is drained, not decommissioned: the
+    rounds while it runs give it nothing more, and the first round that sees it closed
+    and empty decommissions it. One past its lifetime running nothing is decommissioned
+    in the round that drains it."""
+    config = PolicyConfig(max_lifetime=1000)
+    actions, _ = round_(config, inp(1100, hosts=[host("c-1", joined=100, running=2),
+                                                 host("c-2", joined=100)]))
+    assert actions == [("DrainHost", "c-1"), ("DrainHost", "c-2"), ("DecommissionHost", "c-2")]
+    busy = [host("c-1", state="closed", joined=100, running=1)]
+    assert round_(config, inp(1200, hosts=busy))[0] == [], "c-1 still runs a job"
+    empty = [host("c-1", state="closed", joined=100, running=0)]
+    assert round_(config, inp(1300, hosts=empty))[0] == [("DecommissionHost", "c-1")]
 
 
 def test_maximum_lifetime_zero_means_no_limit():

@@ -10,7 +10,9 @@
   them) are cancelled (`CancelHosts`), and `quiet_memory` agrees with `decide` on it.
 
 Each test builds a round's input by hand and states the exact actions (kind and
-fields; reasons only where they are the point).
+fields; reasons only where they are the point). A host drained empty (idle, or past
+its lifetime running nothing) is decommissioned in the same round, its
+`DecommissionHost` right after its `DrainHost`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from xce.model.policy import PolicyConfig
 from xce.model.result import Demand, HostDemand, Idle, IdleHost, SurplusHosts
 from xce.policy import (
     Action,
+    DecommissionHost,
     DrainHost,
     PolicyInput,
     PolicyMemory,
@@ -113,31 +116,39 @@ def test_idle_host_is_kept_while_demand_for_its_template_persists() -> None:
     actions, memory = round_(config, inp(1060, demand((C5, 2)), idle), memory)
     assert actions == [("RequestHosts", C5, 2, (10,))], "requested; the idle host stays"
     actions, _ = round_(config, inp(1070, None, idle), memory)
-    assert actions == [("DrainHost", "c-1")], "the demand is gone: drained for idleness"
+    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-1")], (
+        "the demand is gone: drained for idleness, and given back"
+    )
 
 
 def test_idle_host_is_drained_when_the_demand_is_for_another_template() -> None:
     actions, _ = round_(KEEP, inp(1000, demand((R5, 1)), [host("c-1")]))
-    assert actions == [("RequestHosts", R5, 1, (10,)), ("DrainHost", "c-1")]
+    assert actions == [
+        ("RequestHosts", R5, 1, (10,)), ("DrainHost", "c-1"), ("DecommissionHost", "c-1"),
+    ]
 
 
 def test_only_the_demanded_templates_idle_hosts_are_kept() -> None:
     idle = [host("c-1", joined=1), host("r-1", R5, joined=2)]
     actions, _ = round_(KEEP, inp(1000, demand((R5, 1)), idle))
-    assert actions == [("RequestHosts", R5, 1, (10,)), ("DrainHost", "c-1")]
+    assert actions == [
+        ("RequestHosts", R5, 1, (10,)), ("DrainHost", "c-1"), ("DecommissionHost", "c-1"),
+    ]
 
 
 def test_idle_host_is_drained_when_keep_idle_while_demand_is_false() -> None:
     actions, _ = round_(NO_KEEP, inp(1000, demand((C5, 2)), [host("c-1")]))
-    assert actions == [("RequestHosts", C5, 2, (10,)), ("DrainHost", "c-1")]
-    assert actions[1:] == plain([DrainHost("c-1", "")])
+    assert actions == [
+        ("RequestHosts", C5, 2, (10,)), ("DrainHost", "c-1"), ("DecommissionHost", "c-1"),
+    ]
+    assert actions[1:] == plain([DrainHost("c-1", ""), DecommissionHost("c-1", "")])
 
 
 def test_demand_without_new_hosts_does_not_keep_idle_hosts() -> None:
     """count 0 (only in-flight hosts used): no new host is asked for."""
     no_new = Demand(hosts=[HostDemand(C5, 0, 3, [1, 2])])
     actions, _ = round_(KEEP, inp(1000, no_new, [host("c-1")]))
-    assert actions == [("DrainHost", "c-1")]
+    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-1")]
 
 
 def test_demand_in_back_off_still_keeps_idle_hosts() -> None:
@@ -148,11 +159,18 @@ def test_demand_in_back_off_still_keeps_idle_hosts() -> None:
 
 
 def test_lifetime_drains_and_decommissions_ignore_keep_idle_while_demand() -> None:
+    """c-1, past its lifetime and empty, is drained and decommissioned in this round;
+    c-2, seen closed and empty, is decommissioned; c-3, past its lifetime but busy, is
+    drained only (decommissioned by a later round, once empty)."""
     config = PolicyConfig(persistence=60, max_lifetime=1000)
     old = host("c-1", joined=0)
     closed = host("c-2", joined=500, state="closed")
-    actions, _ = round_(config, inp(1000, demand((C5, 2)), [old], [closed]))
-    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-2")]
+    busy = host("c-3", joined=0, running=1)
+    actions, _ = round_(config, inp(1000, demand((C5, 2)), [old], [closed, busy]))
+    assert actions == [
+        ("DrainHost", "c-1"), ("DecommissionHost", "c-1"), ("DrainHost", "c-3"),
+        ("DecommissionHost", "c-2"),
+    ]
     drain, _ = decide(inp(1000, demand((C5, 2)), [old], [closed]), PolicyMemory(), config,
                       CATALOG)
     assert drain[0] == DrainHost("c-1", "maximum lifetime (1000 s)", Cause.LIFETIME), \
@@ -174,7 +192,10 @@ def test_delay_after_add_holds_back_idle_drains_for_exactly_the_delay() -> None:
     assert actions == [], "599.5 s after the request < 600 s"
     assert memory.held_until == {C5: 1600} and memory.added_at == {C5: 1000}
     drained, after = decide(inp(1600, None, idle), memory, DELAY, CATALOG)
-    assert drained == [DrainHost("c-1", "idle reclaim (idle 900 s)")], "== delay: drained"
+    assert drained == [
+        DrainHost("c-1", "idle reclaim (idle 900 s)"),
+        DecommissionHost("c-1", "drained and empty"),
+    ], "== delay: drained, and given back in the same round"
     assert after.held_until == {} and after.added_at == {C5: 1000}
 
 
@@ -186,14 +207,16 @@ def test_delay_after_add_counts_from_the_last_request() -> None:
     assert actions == [], "300 s after the second request"
     assert memory.held_until == {C5: 2000}
     actions, _ = round_(DELAY, inp(2000, None, [host("c-1")]), memory)
-    assert actions == [("DrainHost", "c-1")]
+    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-1")]
 
 
 def test_delay_after_add_is_per_template() -> None:
     _, memory = round_(DELAY, inp(1000, demand((C5, 1))))
     idle = [host("c-1", joined=1), host("r-1", R5, joined=2)]
     actions, memory = round_(DELAY, inp(1100, None, idle), memory)
-    assert actions == [("DrainHost", "r-1")], "no aws.r5 hosts were requested"
+    assert actions == [("DrainHost", "r-1"), ("DecommissionHost", "r-1")], (
+        "no aws.r5 hosts were requested"
+    )
     assert memory.held_until == {C5: 1600}
 
 
@@ -208,14 +231,18 @@ def test_min_hosts_top_ups_start_the_delay_too() -> None:
     actions, memory = round_(config, inp(1050, None, idle, [busy]), memory)
     assert actions == []
     actions, _ = round_(config, inp(1100, None, idle, [busy]), memory)
-    assert actions == [("DrainHost", "c-1")], "then down to min_hosts (2 open)"
+    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-1")], (
+        "then down to min_hosts (2 open)"
+    )
 
 
 def test_zero_delay_is_off() -> None:
     config = PolicyConfig(persistence=0, max_lifetime=0, keep_idle_while_demand=False)
     assert config.scale_down_delay_after_add == 0, "the default"
     actions, memory = round_(config, inp(1000, demand((C5, 1)), [host("c-1")]))
-    assert actions == [("RequestHosts", C5, 1, (10,)), ("DrainHost", "c-1")]
+    assert actions == [
+        ("RequestHosts", C5, 1, (10,)), ("DrainHost", "c-1"), ("DecommissionHost", "c-1"),
+    ]
     assert memory.added_at == {C5: 1000} and memory.held_until == {}
 
 
@@ -227,14 +254,16 @@ def test_both_knobs_hold_and_the_delay_outlasts_the_demand() -> None:
     actions, memory = round_(config, inp(1100, None, idle), memory)
     assert actions == [], "no more demand, but within the delay"
     actions, _ = round_(config, inp(1600, None, idle), memory)
-    assert actions == [("DrainHost", "c-1")]
+    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-1")]
 
 
 def test_delay_does_not_hold_lifetime_drains() -> None:
     config = PolicyConfig(persistence=0, max_lifetime=1000, scale_down_delay_after_add=600)
     memory = PolicyMemory(added_at={C5: 990})
     actions, after = round_(config, inp(1000, None, [host("c-1", joined=0)]), memory)
-    assert actions == [("DrainHost", "c-1")]
+    assert actions == [("DrainHost", "c-1"), ("DecommissionHost", "c-1")], (
+        "past its lifetime and empty: drained and given back in this round"
+    )
     assert after.held_until == {}, "nothing held back"
 
 
@@ -279,15 +308,18 @@ def test_a_round_decides_the_same_until_next_due(
     first, after = round_(config, inp(now, None, idle), memory)
     due = next_due(after, config, [], now)
     assert due > now
+    both = [("DrainHost", "c-1"), ("DecommissionHost", "c-1"),
+            ("DrainHost", "r-1"), ("DecommissionHost", "r-1")]
     if delay and now < added + delay:
         assert due == added + delay
-        assert first == [("DrainHost", "r-1")]
+        assert first == [("DrainHost", "r-1"), ("DecommissionHost", "r-1")]
+    else:
+        assert first == both
     for step in later:
         if now + step < due:
             assert round_(config, inp(now + step, None, idle), memory)[0] == first
         else:
-            assert ("DrainHost", "c-1") in round_(config, inp(now + step, None, idle),
-                                                  memory)[0]
+            assert round_(config, inp(now + step, None, idle), memory)[0] == both
 
 
 # -------------------------------------------------------------------- quiet_memory

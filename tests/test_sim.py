@@ -353,20 +353,22 @@ def test_a_template_idle_time_of_zero_reclaims_at_once(tmp_path):
     """The template's own idle time (0 here, the catalog's is 300) decides both what the
     session reports idle and when the simulator wakes for it: jobs 2 and 3 end at 340
     with nothing else waiting, the hosts are due at once: the session at that tick
-    (340) drains them and the next one decommissions them."""
+    (340) drains each and, empty, decommissions it in the same round; they are paid
+    for 140..340."""
     jobs = workload(tmp_path, ELASTIC_JOBS)
     config = ELASTIC.replace(
         "- {name: cloud, provider: sim, slots: 4, max: 4}",
         "- {name: cloud, provider: sim, slots: 4, max: 4, idle_time: 0}",
     )
-    sim, _summary = simulate(cluster(config), jobs)
+    sim, summary = simulate(cluster(config), jobs)
     assert log_of(sim) == [
         (20, "RequestHosts", "cloud", 2),
         (340, "DrainHost", "cloud-1", None),
+        (340, "DecommissionHost", "cloud-1", None),
         (340, "DrainHost", "cloud-2", None),
-        (350, "DecommissionHost", "cloud-1", None),
-        (350, "DecommissionHost", "cloud-2", None),
+        (340, "DecommissionHost", "cloud-2", None),
     ]
+    assert summary["host_hours"] == {"cloud": round(2 * 200 / 3600, 3)}
 
 
 def test_a_host_drained_while_busy_is_given_back_when_its_last_job_ends(tmp_path):
@@ -397,17 +399,18 @@ def test_elastic_run_requests_joins_runs_and_reclaims(tmp_path):
     t=0   demand 2 hosts, persisted 0 s < 20 s: nothing requested.
     t=20  (persistence timer) demand persisted 20 s: RequestHosts(cloud, 2).
     t=140 both join (lead time 120); jobs 2 and 3 start there (wait 140), end 340.
-    t=640 idle 300 s (idle_time): both drained; t=650 closed and empty: decommissioned.
-    t=1000 job 1 ends: the last event. host-hours 2 x (650 - 140) s.
+    t=640 idle 300 s (idle_time): each drained and, empty, decommissioned in the same
+          round.
+    t=1000 job 1 ends: the last event. host-hours 2 x (640 - 140) s.
     """
     jobs = workload(tmp_path, ELASTIC_JOBS)
     sim, summary = simulate(cluster(ELASTIC), jobs)
     assert log_of(sim) == [
         (20, "RequestHosts", "cloud", 2),
         (640, "DrainHost", "cloud-1", None),
+        (640, "DecommissionHost", "cloud-1", None),
         (640, "DrainHost", "cloud-2", None),
-        (650, "DecommissionHost", "cloud-1", None),
-        (650, "DecommissionHost", "cloud-2", None),
+        (640, "DecommissionHost", "cloud-2", None),
     ]
     assert sim.metrics.started == {1: 0, 2: 140, 3: 140}
     assert summary["finished"] == 3
@@ -415,19 +418,19 @@ def test_elastic_run_requests_joins_runs_and_reclaims(tmp_path):
     assert summary["hosts_joined"] == 2
     assert summary["hosts_reclaimed"] == 2
     assert summary["hosts_never_used"] == 0
-    assert summary["host_hours"] == {"cloud": round(2 * 510 / 3600, 3)}
+    assert summary["host_hours"] == {"cloud": round(2 * 500 / 3600, 3)}
     assert summary["wait_mean"] == pytest.approx(280 / 3)
     # The run ends with the workload: job 1 finishing at t=1000.
     assert summary["sim_seconds"] == 1000
     busy = 4 * 1000 + 2 * 4 * 200
-    capacity = 4 * 1000 + 2 * 4 * 510
+    capacity = 4 * 1000 + 2 * 4 * 500
     assert summary["utilization"] == pytest.approx(busy / capacity)
 
 
 def test_priced_templates_give_cost_per_template_and_in_total(tmp_path):
     """The run of the test above with prices: cloud 0.75 an hour, spare 2.0 (never
-    used). `cost` is each template's host-hours times its price (cloud 2 hosts x 510 s
-    = 0.283 h, 0.2125; spare 0) and `cost_total` their sum; a run without any price
+    used). `cost` is each template's host-hours times its price (cloud 2 hosts x 500 s
+    = 0.278 h, 0.208; spare 0) and `cost_total` their sum; a run without any price
     has neither key (FORMATS.md, "Simulator summary")."""
     jobs = workload(tmp_path, ELASTIC_JOBS)
     priced = ELASTIC.replace(
@@ -436,11 +439,11 @@ def test_priced_templates_give_cost_per_template_and_in_total(tmp_path):
         "        - {name: spare, provider: sim, slots: 4, max: 4, rank: 9, price: 2.0}",
     )
     _sim, summary = simulate(cluster(priced), jobs)
-    assert summary["host_hours"] == {"cloud": round(2 * 510 / 3600, 3)}
-    assert summary["cost"] == {"cloud": round(2 * 510 / 3600 * 0.75, 3)}, (
+    assert summary["host_hours"] == {"cloud": round(2 * 500 / 3600, 3)}
+    assert summary["cost"] == {"cloud": round(2 * 500 / 3600 * 0.75, 3)}, (
         "cost per template that had hosts: host-hours x price"
     )
-    assert summary["cost_total"] == round(2 * 510 / 3600 * 0.75, 3)
+    assert summary["cost_total"] == round(2 * 500 / 3600 * 0.75, 3)
     _sim, unpriced = simulate(cluster(ELASTIC), jobs)
     assert "cost" not in unpriced and "cost_total" not in unpriced, "no price: no cost keys"
 
@@ -771,7 +774,7 @@ def test_cli_sim_run_with_cluster_file_elastic(tmp_path):
     assert summary["hosts_requested"] == 2
     assert summary["hosts_joined"] == 2
     assert summary["hosts_reclaimed"] == 2
-    assert summary["host_hours"] == {"cloud": round(2 * 510 / 3600, 3)}
+    assert summary["host_hours"] == {"cloud": round(2 * 500 / 3600, 3)}
 
 
 def test_cli_sim_cluster_prints_a_loadable_cluster(tmp_path):

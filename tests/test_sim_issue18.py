@@ -169,17 +169,19 @@ def test_surplus_hosts_in_flight_are_cancelled_and_never_join(tmp_path: Path) ->
 
 def test_idle_hosts_held_after_a_request_are_drained_when_the_delay_ends(tmp_path: Path) -> None:
     """scale_down_delay_after_add 2000 s after the request at 0: the hosts, idle since
-    320 and 420 (idle_time 300), are drained at 2000, the policy's timer, and given
-    back at 2010, not left until something else wakes the run up."""
+    320 and 420 (idle_time 300), are drained at 2000, the policy's timer, and, empty,
+    given back in the same round (each DecommissionHost right after its DrainHost), not
+    left until something else wakes the run up: each is up 120..2000."""
     config = cluster(BURST.replace(
         "policy: {persistence: 0}", "policy: {persistence: 0, scale_down_delay_after_add: 2000}"
     ))
     sim = Simulator(config, workload(tmp_path, BURST_JOBS))
     sim.run()
-    assert [(t, type(a).__name__) for t, a in sim.actions_log][1:] == (
-        [(2000, "DrainHost")] * 3 + [(2010, "DecommissionHost")] * 3
-    )
-    assert sim.summary()["host_hours"] == {"cloud": round(3 * 1890 / 3600, 3)}
+    assert [(t, type(a).__name__) for t, a in sim.actions_log][:1] == [(0, "RequestHosts")]
+    assert [(t, type(a).__name__, a.host) for t, a in sim.actions_log[1:]] == [
+        (2000, kind, f"cloud-{k}") for k in (1, 2, 3) for kind in ("DrainHost", "DecommissionHost")
+    ]
+    assert sim.summary()["host_hours"] == {"cloud": round(3 * 1880 / 3600, 3)}
 
 @pytest.mark.parametrize(("lead", "mean"), [
     (LeadTime(mean=45), 45.0),
@@ -221,13 +223,14 @@ def test_a_configured_expected_lead_time_is_left_to_the_scheduler(tmp_path: Path
 
 def test_host_hours_busy_and_requests(tmp_path: Path) -> None:
     """Job 2 uses both slots of two cloud hosts for 200 s (2 x 200 host-seconds), job 3
-    half of a third for 300 s (150); hosts 1 and 2 are up 120..630, host 3 120..730.
+    half of a third for 300 s (150); hosts 1 and 2 are up 120..620, host 3 120..720
+    (each drained idle 300 s after its last job and given back in the same round).
     One RequestHosts: one provider request."""
     sim = Simulator(cluster(BURST), workload(tmp_path, BURST_JOBS))
     sim.run()
     summary = sim.summary()
     assert summary["host_hours_busy"] == {"cloud": round(550 / 3600, 3)}
-    assert summary["host_hours"] == {"cloud": round((2 * 510 + 610) / 3600, 3)}
+    assert summary["host_hours"] == {"cloud": round((2 * 500 + 600) / 3600, 3)}
     assert summary["requests"] == 1
     assert summary["hosts_requested"] == 3
 

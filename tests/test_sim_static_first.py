@@ -69,14 +69,15 @@ def _run(tmp_path: Path, flag: str) -> tuple[dict[str, object], dict[int, dict[s
 def test_static_hosts_take_the_next_work_and_the_burst_hosts_go_back(tmp_path: Path) -> None:
     summary, started, removed = _run(tmp_path, "true")
     assert started[5] == {"n01": 1} and started[6] == {"n02": 1}
-    # Idle from 1060, given back at the first session after 1660.
-    assert removed == [(1670.0, "cloud-1"), (1670.0, "cloud-2")]
-    assert summary["host_hours"] == {"cloud": pytest.approx(2 * 1610 / 3600, abs=1e-3)}
+    # Idle from 1060: at 1660 (idle 600 s) drained and, empty, given back in that round.
+    assert removed == [(1660.0, "cloud-1"), (1660.0, "cloud-2")]
+    assert summary["host_hours"] == {"cloud": pytest.approx(2 * 1600 / 3600, abs=1e-3)}
     assert summary["hosts_never_used"] == 0
 
 
 def test_by_name_the_burst_hosts_are_kept_busy(tmp_path: Path) -> None:
     summary, started, removed = _run(tmp_path, "false")
     assert started[5] == {"cloud-1": 1} and started[6] == {"cloud-2": 1}
-    assert removed == [(2810.0, "cloud-1"), (2810.0, "cloud-2")]
-    assert summary["host_hours"] == {"cloud": pytest.approx(2 * 2750 / 3600, abs=1e-3)}
+    # Idle from 2200 (jobs 5 and 6 end): drained and given back at 2800, idle 600 s.
+    assert removed == [(2800.0, "cloud-1"), (2800.0, "cloud-2")]
+    assert summary["host_hours"] == {"cloud": pytest.approx(2 * 2740 / 3600, abs=1e-3)}

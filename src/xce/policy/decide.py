@@ -268,6 +268,13 @@ def _reclaim(
 ) -> list[Action]:
     """Drain idle hosts and hosts past their lifetime; decommission drained empty hosts.
 
+    A host drained empty (an idle one, or one past its lifetime running nothing) is
+    decommissioned in the same round, as Cluster Autoscaler deletes an empty node at
+    once: it has nothing to finish, and kept closed until the next round it would be
+    paid for and make a session due for nothing (docs/policy.md). Should a job have
+    started there after the idle report this round read, the controller refuses the
+    decommission (409) and the host goes back once its jobs end, as any drained host.
+
     An idle host is not drained while this round's demand asks for new hosts of its
     template (`keep_idle_while_demand`), nor within `scale_down_delay_after_add` of
     the last request for its template; such a delay's end goes to `held_until`."""
@@ -299,6 +306,8 @@ def _reclaim(
         if lifetime > 0 and now - host.joined >= lifetime:
             actions.append(DrainHost(host.name, f"maximum lifetime ({seconds_figure(lifetime)} s)",
                                      Cause.LIFETIME))
+            if host.running == 0:
+                actions.append(DecommissionHost(host.name, "drained and empty"))
             open_count[template] -= 1
         elif host.name in idle and open_count[template] > keep.get(template, 0):
             if template in wanted:
@@ -308,6 +317,7 @@ def _reclaim(
                 continue
             reason = f"idle reclaim (idle {seconds_figure(idle[host.name])} s)"
             actions.append(DrainHost(host.name, reason))
+            actions.append(DecommissionHost(host.name, "drained and empty"))
             open_count[template] -= 1
     return actions
 

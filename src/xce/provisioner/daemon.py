@@ -268,12 +268,7 @@ class Provisioner:
                                      provider=provider)
                     return "closed"
                 case DecommissionHost(host=host):
-                    provider = self._template_provider(_template_of_host(hosts, host))
-                    await self._call("POST", f"/hosts/{quote(host)}/decommission",
-                                     provider=provider)
-                    await asyncio.to_thread(self._release, provider, host)
-                    await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
-                    return "released"
+                    return await self._decommission(host, hosts)
                 case SetAllowance(template=template, allowance=allowance):
                     if allowance == 0:
                         self._backed_off.add(template)
@@ -288,6 +283,22 @@ class Provisioner:
             log.warning("%s %s failed: %s", type(action).__name__, _detail(action), err)
             return f"failed: {err}"
         return "ignored"
+
+    async def _decommission(self, host: str, hosts: list[dict[str, Any]]) -> str:
+        """Give a drained host back: decommission, release its instance, remove it. A
+        host drained idle in this very round where a job started after the idle report
+        this round read is refused (409): it goes back once empty, as any drained host."""
+        provider = self._template_provider(_template_of_host(hosts, host))
+        try:
+            await self._call("POST", f"/hosts/{quote(host)}/decommission", provider=provider)
+        except ControllerRefused as err:
+            if err.status != 409:
+                raise
+            log.info("%s kept until its jobs end: %s", host, err)
+            return f"kept until its jobs end: {err}"
+        await asyncio.to_thread(self._release, provider, host)
+        await self._call("POST", f"/hosts/{quote(host)}/remove", provider=provider)
+        return "released"
 
     async def _request_hosts(self, template: str, count: int, jobs: Sequence[int]) -> str:
         """Record the request at the controller (its expected hosts and instance

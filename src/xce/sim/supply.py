@@ -296,7 +296,11 @@ class Supply:
             self.closed_count[template] = self.closed_count.get(template, 0) + 1
         if host in self.open_provisioned:
             del self.open_provisioned[host]
-        self.sim.dirty()
+        # Only waiting work can be planned anew without the host: an empty one is
+        # decommissioned in this round (policy/decide.py), a busy one is seen to when
+        # its last job ends (Simulator.freed)
+        if self.state.pending:
+            self.sim.dirty()
 
     def _request_hosts(self, name: str, count: int, jobs: tuple[int, ...]) -> None:
         """Ask the template's provider for `count` hosts for `jobs` (the demand's, in
