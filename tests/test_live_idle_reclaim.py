@@ -6,7 +6,9 @@ drives (tests/hand_provider.py).
 The race the one-round reclaim opens: the round reads the idle report, then closes the
 host; a job may start there in between. The controller then refuses the decommission
 (409), the round's decision says the host is kept until its jobs end, the job runs to
-its end there, and a later round gives the host back.
+its end there, and a later round gives the host back. Only that refusal keeps a host:
+the controller's other 409s (a host the drain failed to close, a lease lost) are the
+round's failures.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from live import live_cluster, skip_unless_linux, wait_for
 from xce.config import load_config_text
 from xce.model.causes import Cause
 from xce.policy.actions import DecommissionHost, DrainHost
+from xce.provisioner.client import ControllerRefused
 from xce.provisioner.daemon import Provisioner
 
 pytestmark = skip_unless_linux
@@ -106,3 +109,32 @@ def test_a_job_started_before_the_close_keeps_the_host_until_it_ends(tmp_path: P
         assert hand.released == [f"hand-{host}"] and hand.made == {}
         decision = prov.decisions[-1]
         assert (decision.action, decision.outcome) == ("DecommissionHost", "released")
+
+
+def test_only_the_refusal_for_running_jobs_keeps_the_host() -> None:
+    """Other 409s of a decommission (a host the round's drain failed to close, a lease
+    lost) are the round's failures, not a host kept for its jobs (a controller played
+    by the test: what it answers is the point)."""
+    prov = Provisioner("http://127.0.0.1:9", "x", "prov-a", load_config_text(CONFIG),
+                       {"hand": HandProvider()})
+    hosts = [{"name": "burst-1", "template": "burst", "state": "closed"}]
+    answers = {
+        "burst-1": "host burst-1 still runs job(s) 4, 7: drain it first",
+        "burst-2": "host burst-2 is unreach: it cannot become decommissioned",
+        "burst-3": "the lease on provider hand has expired",
+    }
+
+    async def controller(method: str, path: str, body: Any = None,
+                         provider: str | None = None) -> Any:
+        raise ControllerRefused(409, answers[path.split("/")[2]])
+
+    prov._call = controller
+    outcome = {name: asyncio.run(prov._act(DecommissionHost(name, "drained and empty"),
+                                           [{**hosts[0], "name": name}]))
+               for name in answers}
+    assert outcome == {
+        "burst-1": "kept until its jobs end: HTTP 409: host burst-1 still runs job(s) 4, 7: "
+                   "drain it first",
+        "burst-2": "failed: HTTP 409: host burst-2 is unreach: it cannot become decommissioned",
+        "burst-3": "failed: HTTP 409: the lease on provider hand has expired",
+    }

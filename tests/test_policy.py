@@ -311,6 +311,16 @@ def test_an_idle_host_is_drained_and_decommissioned_in_the_same_round():
     ], "c-2 runs a job: neither drained nor decommissioned"
 
 
+def test_an_idle_reported_host_running_a_job_by_now_is_drained_not_decommissioned():
+    """The idle report and the host list are read apart (live: GET /idle, then GET
+    /hosts): a job started on c-1 in between. The round still drains it (the report
+    says idle) but leaves the decommission to the round that sees it closed and empty,
+    rather than ask for one the controller would refuse."""
+    idle = Idle(hosts=[IdleHost("c-1", C5, 700)])
+    actions, _ = round_(PolicyConfig(), inp(1000, idle=idle, hosts=[host("c-1", running=1)]))
+    assert actions == [("DrainHost", "c-1")]
+
+
 def test_idle_reclaim_leaves_busy_and_not_yet_idle_hosts():
     idle = Idle(hosts=[IdleHost("c-2", C5, 600)])
     hosts = [host("c-1", joined=100, running=2), host("c-2", joined=100), host("c-3", joined=900)]

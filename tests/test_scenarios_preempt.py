@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_scenario
-from test_sim import cluster, simulate, workload
+from test_sim import cluster, log_of, simulate, workload
 
 from xce.config import ConfigError, load_config_text
 from xce.model.events import (
@@ -328,6 +328,49 @@ def test_the_simulator_carries_preemptions_out(tmp_path: Path, action, ends):
         "urgent": {"finished": 1, "wait_mean": 1.0, "wait_max": 1.0},
     }
     assert summary["finished"] == 2
+
+
+def test_a_provisioned_host_a_suspended_job_resumes_on_is_not_reclaimed(tmp_path: Path):
+    """Job 1 (4 slots) runs on two new 2-slot hosts from 120; urgent job 2 suspends it at
+    200 and starts on cloud-1 at 210, so cloud-2 idles from 200. Job 2 ends at 500,
+    when cloud-2 has been idle for its idle time (300 s); the session at 500 resumes job
+    1 on both hosts, so it does not report cloud-2 idle and the policy does not give it
+    back under the resumed job (the simulator refused that: the host still ran job 1).
+    Job 1 ends at 1420 (80 s run, 920 s left); both hosts idle out at 1720 and are
+    drained and decommissioned in that round."""
+    config = cluster("""
+        session_interval: 10
+        preempt_before_burst: true
+        hosts: []
+        queues:
+          - {name: low, priority: 10}
+          - {name: urgent, priority: 70, preempt: [low], preempt_action: suspend}
+        catalog:
+          idle_time: 300
+          templates:
+            - {name: cloud, provider: sim, slots: 2, max: 2}
+        policy: {persistence: 0}
+        simulation:
+          providers: {sim: {lead_time: 120}}
+    """)
+    jobs = workload(tmp_path, """
+        jobs:
+          - {id: 1, submit: 0, run: 1000, n: 4, queue: low}
+          - {id: 2, submit: 200, run: 290, n: 2, queue: urgent}
+    """)
+    recorder = Recorder(tmp_path / "run.jsonl")
+    sim, summary = simulate(config, jobs, recorder=recorder)
+    recorder.close()
+    items = [item for _line, _t, item in read_recording(tmp_path / "run.jsonl")]
+    assert {i.job: i.time for i in items if isinstance(i, JobFinished)} == {2: 500, 1: 1420}
+    assert [(i.job, i.time) for i in items if isinstance(i, JobResumed)] == [(1, 500)]
+    assert log_of(sim) == [
+        (0, "RequestHosts", "cloud", 2),
+        (1720, "DrainHost", "cloud-1", None), (1720, "DecommissionHost", "cloud-1", None),
+        (1720, "DrainHost", "cloud-2", None), (1720, "DecommissionHost", "cloud-2", None),
+    ]
+    assert summary["host_hours"] == {"cloud": round(2 * (1720 - 120) / 3600, 3)}
+    assert summary["preemptions"] == {"suspend": 1} and summary["finished"] == 2
 
 
 def test_the_preemption_keys_are_read():

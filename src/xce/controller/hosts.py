@@ -28,6 +28,7 @@ from xce.controller.problems import ApiProblem
 from xce.controller.view import RUN, ClusterView, ExpectedHost, HostView, JobRecord
 from xce.model.api import (
     RUN_LIMIT_REACHED,
+    STILL_RUNS,
     Heartbeat,
     HeartbeatReply,
     Launch,
@@ -302,7 +303,7 @@ class HostDesk:
             raise ApiProblem(409, f"host {name} is in the cluster file: close it instead "
                                   "(only provisioned hosts are decommissioned)")
         if host.jobs:
-            raise ApiProblem(409, f"host {name} still runs job(s) "
+            raise ApiProblem(409, f"host {name} {STILL_RUNS} "
                                   f"{', '.join(map(str, sorted(host.jobs)))}: drain it first")
         await self.facts.commit(self.facts.clock(),
                                 [self._transition(name, HostState.DECOMMISSIONED)])

@@ -246,6 +246,9 @@ class Expected(msgspec.Struct, frozen=True):
 
 
 MAX_REQUEST_JOBS = 100_000  # job ids one request records, at most (the first ones)
+# The controller's refusal to decommission a host jobs run on ("host H still runs
+# job(s) 1, 7: drain it first"), which a provisioner tells from its other 409s
+STILL_RUNS: Final = "still runs job(s)"
 
 
 class HostsRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -317,7 +317,8 @@ def _reclaim(
                 continue
             reason = f"idle reclaim (idle {seconds_figure(idle[host.name])} s)"
             actions.append(DrainHost(host.name, reason))
-            actions.append(DecommissionHost(host.name, "drained and empty"))
+            if host.running == 0:  # (a job resumed there since the idle report: kept)
+                actions.append(DecommissionHost(host.name, "drained and empty"))
             open_count[template] -= 1
     return actions
 

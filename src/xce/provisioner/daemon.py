@@ -31,7 +31,7 @@ from urllib.parse import quote
 import aiohttp
 
 from xce.model.amounts import EPSILON
-from xce.model.api import MAX_REQUEST_JOBS
+from xce.model.api import MAX_REQUEST_JOBS, STILL_RUNS
 from xce.model.cluster import ClusterConfig
 from xce.model.lifecycle import HostState
 from xce.policy import (
@@ -292,8 +292,8 @@ class Provisioner:
         try:
             await self._call("POST", f"/hosts/{quote(host)}/decommission", provider=provider)
         except ControllerRefused as err:
-            if err.status != 409:
-                raise
+            if err.status != 409 or STILL_RUNS not in str(err):
+                raise  # (a lease lost, a host not closed: the round's failure)
             log.info("%s kept until its jobs end: %s", host, err)
             return f"kept until its jobs end: {err}"
         await asyncio.to_thread(self._release, provider, host)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from xce.model.result import (
     Demand,
@@ -102,8 +102,13 @@ def _session(
     orphans, orphans_due = (
         state.waits.orphans(state, now) if state.waits.blocking else ([], math.inf)
     )
-    # Hosts the plan holds for a job are not idle (sched/holds.py).
-    booked = real.plan.booked if real.plan is not None and state.idle_provisioned else None
+    # Hosts the plan holds for a job are not idle (sched/holds.py), nor those a job
+    # suspended by a preemption resumes on this session (free while it was suspended).
+    held = real.plan.booked if real.plan is not None and state.idle_provisioned else None
+    booked: Container[int] | None = held
+    if resumes and state.idle_provisioned:
+        running = state.running
+        booked = {*(held or ()), *(i for job in resumes for i in running[job].held)}
     idle = idle_supply(state, now, real.dispatch, cap, booked)
     # The only timers of a session: idle supply reaching its idle time, a job
     # reaching its queue's demand_after (sched/demand_after.py), and supply a hold
