@@ -330,14 +330,27 @@ def test_the_simulator_carries_preemptions_out(tmp_path: Path, action, ends):
     assert summary["finished"] == 2
 
 
-def test_a_provisioned_host_a_suspended_job_resumes_on_is_not_reclaimed(tmp_path: Path):
-    """Job 1 (4 slots) runs on two new 2-slot hosts from 120; urgent job 2 suspends it at
-    200 and starts on cloud-1 at 210, so cloud-2 idles from 200. Job 2 ends at 500,
-    when cloud-2 has been idle for its idle time (300 s); the session at 500 resumes job
-    1 on both hosts, so it does not report cloud-2 idle and the policy does not give it
-    back under the resumed job (the simulator refused that: the host still ran job 1).
-    Job 1 ends at 1420 (80 s run, 920 s left); both hosts idle out at 1720 and are
-    drained and decommissioned in that round."""
+@pytest.mark.parametrize(
+    ("urgent", "ends", "given_back"),
+    [
+        # Job 2 starts at 210 and ends at 500, when cloud-2 has been free for its idle
+        # time (300 s): the session at 500 resumes job 1 on both hosts.
+        ("{id: 2, submit: 200, run: 290, n: 2, queue: urgent}", {2: 500, 1: 1420}, 1720),
+        # Job 2 runs from 310 to 1210: cloud-2 is free for 900 s while job 1 waits
+        # suspended on it (given back, job 1 could never resume).
+        ("{id: 2, submit: 300, run: 900, n: 2, queue: urgent}", {2: 1210, 1: 2030}, 2330),
+    ],
+)
+def test_a_provisioned_host_a_suspended_job_waits_on_is_not_reclaimed(
+    tmp_path: Path, urgent: str, ends: dict[int, int], given_back: int
+):
+    """Job 1 (4 slots, 1000 s) runs on two new 2-slot hosts from 120; urgent job 2
+    suspends it and takes cloud-1, so cloud-2's slots are free. A host a suspended job
+    is on is not idle supply: job 1 is still there and resumes there when job 2 ends
+    (its time run before the suspension counted), and only then, once both hosts have
+    been idle for 300 s, are they drained and decommissioned, in one round. (Before,
+    cloud-2 was reported idle: drained under the resumed job, or given back while job
+    1 waited, which then never resumed.)"""
     config = cluster("""
         session_interval: 10
         preempt_before_burst: true
@@ -353,23 +366,25 @@ def test_a_provisioned_host_a_suspended_job_resumes_on_is_not_reclaimed(tmp_path
         simulation:
           providers: {sim: {lead_time: 120}}
     """)
-    jobs = workload(tmp_path, """
+    jobs = workload(tmp_path, f"""
         jobs:
-          - {id: 1, submit: 0, run: 1000, n: 4, queue: low}
-          - {id: 2, submit: 200, run: 290, n: 2, queue: urgent}
+          - {{id: 1, submit: 0, run: 1000, n: 4, queue: low}}
+          - {urgent}
     """)
     recorder = Recorder(tmp_path / "run.jsonl")
     sim, summary = simulate(config, jobs, recorder=recorder)
     recorder.close()
     items = [item for _line, _t, item in read_recording(tmp_path / "run.jsonl")]
-    assert {i.job: i.time for i in items if isinstance(i, JobFinished)} == {2: 500, 1: 1420}
-    assert [(i.job, i.time) for i in items if isinstance(i, JobResumed)] == [(1, 500)]
+    assert {i.job: i.time for i in items if isinstance(i, JobFinished)} == ends
+    assert [(i.job, i.time) for i in items if isinstance(i, JobResumed)] == [(1, ends[2])]
     assert log_of(sim) == [
         (0, "RequestHosts", "cloud", 2),
-        (1720, "DrainHost", "cloud-1", None), (1720, "DecommissionHost", "cloud-1", None),
-        (1720, "DrainHost", "cloud-2", None), (1720, "DecommissionHost", "cloud-2", None),
+        (given_back, "DrainHost", "cloud-1", None),
+        (given_back, "DecommissionHost", "cloud-1", None),
+        (given_back, "DrainHost", "cloud-2", None),
+        (given_back, "DecommissionHost", "cloud-2", None),
     ]
-    assert summary["host_hours"] == {"cloud": round(2 * (1720 - 120) / 3600, 3)}
+    assert summary["host_hours"] == {"cloud": round(2 * (given_back - 120) / 3600, 3)}
     assert summary["preemptions"] == {"suspend": 1} and summary["finished"] == 2
 
 
