@@ -10,11 +10,35 @@ from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
-from live import LiveCluster
+from live import LiveCluster, wait_for
 
+from xce.config import load_config_text
 from xce.policy import Action
 from xce.provisioner.daemon import Provisioner
 from xce.provisioner.provider import Description, HostGrant, Instance, TemplateOffer
+
+# A cluster whose one template's provider is the test's (`hand`): a job asking for
+# `select[burst]` runs only on its hosts.
+HAND = """\
+cluster: hand
+session_interval: 0.2
+resources:
+  burst: {type: boolean}
+hosts:
+  - {name: n1, slots: 1}
+queues:
+  - {name: normal, priority: 30}
+catalog:
+  idle_time: 1
+  templates:
+    - {name: burst, provider: hand, slots: 2, max: 4, resources: {burst: true},
+       expected_lead_time: 120}
+policy:
+  persistence: 0
+  max_lifetime: 0
+"""
+# Controller options for hosts the test joins by hand: no agent heartbeats them.
+QUIET = ("--heartbeat-interval", "0.3", "--unreach-after", "60", "--requeue-after", "120")
 
 
 class HandProvider:
@@ -79,3 +103,18 @@ def rounds(prov: Provisioner, count: int = 1) -> list[Action]:
         return done
 
     return asyncio.run(main())
+
+
+def requested_by_hand(cluster: LiveCluster, command: list[str], n: int
+                      ) -> tuple[int, HandProvider, Provisioner]:
+    """On a `HAND` cluster with its controller up: a job of `n` slots asking for
+    `select[burst]`, its demand, and a provisioner round that requests its hosts from
+    a hand provider; the job, the provider and the provisioner."""
+    job = cluster.submit(command, n=n, res="select[burst]")
+    wait_for(lambda: (cluster.ok("GET", "/demand").get("demand") or {}).get("hosts"),
+             10, "demand for burst hosts")
+    hand = HandProvider()
+    prov = Provisioner(cluster.url, cluster.token("prov"), "prov-a", load_config_text(HAND),
+                       {"hand": hand})
+    rounds(prov)
+    return job, hand, prov

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hand_provider import HandProvider, join, rounds
+from hand_provider import HAND, QUIET, HandProvider, join, requested_by_hand, rounds
 from live import FAST, LiveCluster, live_cluster, skip_unless_linux, wait_for
 
 from xce.config import load_config_text
@@ -233,38 +233,13 @@ def test_cancel_surplus_false_keeps_them_and_they_go_back_unused(tmp_path: Path)
 
 # ------------------------------------------------------------- a join during a cancel
 
-HAND = """\
-cluster: hand
-session_interval: 0.2
-resources:
-  burst: {type: boolean}
-hosts:
-  - {name: n1, slots: 1}
-queues:
-  - {name: normal, priority: 30}
-catalog:
-  idle_time: 1
-  templates:
-    - {name: burst, provider: hand, slots: 2, max: 4, resources: {burst: true},
-       expected_lead_time: 120}
-policy:
-  persistence: 0
-  max_lifetime: 0
-"""
-QUIET = ("--heartbeat-interval", "0.3", "--unreach-after", "60", "--requeue-after", "120")
 
 
 def test_a_host_joining_during_its_cancellation_is_kept_or_released(tmp_path: Path) -> None:
     with live_cluster(tmp_path, HAND, agents=()) as cluster:
         cluster.add_token("provisioner", "prov")
         cluster.start_controller(extra=QUIET)
-        job = cluster.submit(["sleep", "60"], n=4, res="select[burst]")
-        wait_for(lambda: (cluster.ok("GET", "/demand").get("demand") or {}).get("hosts"),
-                 10, "demand for burst hosts")
-        hand = HandProvider()
-        prov = Provisioner(cluster.url, cluster.token("prov"), "prov-a",
-                           load_config_text(HAND), {"hand": hand})
-        rounds(prov)
+        job, hand, prov = requested_by_hand(cluster, ["sleep", "60"], 4)
         newer, older = sorted(hand.grants, key=lambda n: int(n.rsplit("-", 1)[1]),
                               reverse=True)
         cluster.ok("POST", f"/jobs/{job}/kill")

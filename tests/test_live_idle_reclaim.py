@@ -17,7 +17,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from hand_provider import HandProvider, rounds
+from hand_provider import HAND, QUIET, HandProvider, requested_by_hand, rounds
 from live import live_cluster, skip_unless_linux, wait_for
 
 from xce.config import load_config_text
@@ -28,39 +28,13 @@ from xce.provisioner.daemon import Provisioner
 
 pytestmark = skip_unless_linux
 
-CONFIG = """\
-cluster: reclaim
-session_interval: 0.2
-resources:
-  burst: {type: boolean}
-hosts:
-  - {name: n1, slots: 1}
-queues:
-  - {name: normal, priority: 30}
-catalog:
-  idle_time: 1
-  templates:
-    - {name: burst, provider: hand, slots: 2, max: 4, resources: {burst: true},
-       expected_lead_time: 120}
-policy:
-  persistence: 0
-  max_lifetime: 0
-"""
-IDLE = Cause.IDLE
-QUIET = ("--heartbeat-interval", "0.3", "--unreach-after", "60", "--requeue-after", "120")
 
 
 def test_a_job_started_before_the_close_keeps_the_host_until_it_ends(tmp_path: Path) -> None:
-    with live_cluster(tmp_path, CONFIG, agents=()) as cluster:
+    with live_cluster(tmp_path, HAND, agents=()) as cluster:
         cluster.add_token("provisioner", "prov")
         cluster.start_controller(extra=QUIET)
-        first = cluster.submit(["sleep", "0.2"], n=2, res="select[burst]")
-        wait_for(lambda: (cluster.ok("GET", "/demand").get("demand") or {}).get("hosts"),
-                 10, "demand for a burst host")
-        hand = HandProvider()
-        prov = Provisioner(cluster.url, cluster.token("prov"), "prov-a",
-                           load_config_text(CONFIG), {"hand": hand})
-        rounds(prov)
+        first, hand, prov = requested_by_hand(cluster, ["sleep", "0.2"], 2)
         [host] = hand.grants
         cluster.tokens[host] = tmp_path / f"join-{host}.token"
         cluster.tokens[host].write_text(hand.grants[host].join_token + "\n")
@@ -86,7 +60,7 @@ def test_a_job_started_before_the_close_keeps_the_host_until_it_ends(tmp_path: P
         actions = rounds(prov)
         prov._call = forward
         drain, decommission = actions  # (the idle time in the drain's reason varies)
-        assert isinstance(drain, DrainHost) and drain.host == host and drain.cause == IDLE
+        assert isinstance(drain, DrainHost) and drain.host == host and drain.cause is Cause.IDLE
         assert decommission == DecommissionHost(host, "drained and empty")
         [job] = late
         outcomes = {d.action: d.outcome for d in list(prov.decisions)[-2:]}
@@ -115,7 +89,7 @@ def test_only_the_refusal_for_running_jobs_keeps_the_host() -> None:
     """Other 409s of a decommission (a host the round's drain failed to close, a lease
     lost) are the round's failures, not a host kept for its jobs (a controller played
     by the test: what it answers is the point)."""
-    prov = Provisioner("http://127.0.0.1:9", "x", "prov-a", load_config_text(CONFIG),
+    prov = Provisioner("http://127.0.0.1:9", "x", "prov-a", load_config_text(HAND),
                        {"hand": HandProvider()})
     hosts = [{"name": "burst-1", "template": "burst", "state": "closed"}]
     answers = {

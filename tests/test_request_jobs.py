@@ -22,12 +22,12 @@ import json
 import signal
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
+from hand_provider import QUIET, HandProvider, join, rounds
 from live import LiveCluster, live_cluster, skip_unless_linux, wait_for
 
 from xce.config import load_config_text
@@ -47,12 +47,6 @@ from xce.model.job_ids import jobs_column
 from xce.policy import RequestHosts
 from xce.provisioner.daemon import Provisioner
 from xce.provisioner.leadtime import LeadTimes
-from xce.provisioner.provider import (
-    Description,
-    HostGrant,
-    Instance,
-    TemplateOffer,
-)
 
 CONFIG = """\
 cluster: t
@@ -285,69 +279,6 @@ def test_the_runtime_lead_time_replaces_the_configured_one(tmp_path: Path) -> No
 
 
 # ---------------------------------------------------------------- live, on loopback
-class HandProvider:
-    """A provider the test drives: it starts nothing; the test joins its hosts (with
-    the tokens it was given) when it wants."""
-
-    def __init__(self) -> None:
-        self.grants: dict[str, HostGrant] = {}
-        self.made: dict[str, Instance] = {}
-
-    def describe(self) -> Description:
-        return Description("hand", (TemplateOffer("burst", 2, max=4),))
-
-    def request_hosts(self, request_id: str, template: str,
-                      hosts: Sequence[HostGrant]) -> list[Instance]:
-        for grant in hosts:
-            self.grants[grant.name] = grant
-            self.made[grant.name] = Instance(f"hand-{grant.name}", "t", template,
-                                             request_id, grant.name, "running", time.time())
-        return [self.made[g.name] for g in hosts]
-
-    def release(self, instance_ids: Sequence[str]) -> None:
-        for host, instance in list(self.made.items()):
-            if instance.id in instance_ids:
-                del self.made[host]
-
-    def instances(self) -> list[Instance]:
-        return list(self.made.values())
-
-    def borrow(self, pool: str, amount: float) -> float:
-        return 0.0
-
-    def give_back(self, pool: str, amount: float) -> None:
-        pass
-
-    def lent(self) -> dict[str, float]:
-        return {}
-
-
-QUIET = ("--heartbeat-interval", "0.3", "--unreach-after", "60", "--requeue-after", "120")
-
-
-def _rounds(prov: Provisioner, count: int) -> list[RequestHosts]:
-    """`count` provisioner rounds; the host requests decided."""
-
-    async def main() -> list[RequestHosts]:
-        asked: list[RequestHosts] = []
-        async with aiohttp.ClientSession() as session:
-            prov.client.session = session
-            for _ in range(count):
-                asked += [a for a in await prov.round() if isinstance(a, RequestHosts)]
-            prov.client.session = None
-        return asked
-
-    return asyncio.run(main())
-
-
-def _join(cluster: LiveCluster, grant: HostGrant) -> None:
-    """The host's agent joins with its token (as `xce agent` registers)."""
-    cluster.tokens[grant.name] = cluster.root / f"join-{grant.name}.token"
-    cluster.tokens[grant.name].write_text(grant.join_token + "\n")
-    cluster.ok("POST", f"/agents/{grant.name}/register", {"slots": 2, "running": []},
-               grant.name)
-
-
 def _demand_jobs(cluster: LiveCluster, count: int) -> list[int]:
     def found() -> list[int] | None:
         demand = cluster.ok("GET", "/demand").get("demand") or {"hosts": []}
@@ -375,7 +306,7 @@ def test_requests_carry_their_jobs_and_joins_publish_the_lead_time(tmp_path: Pat
         prov = Provisioner(cluster.url, cluster.token("prov"), "prov-a",
                            load_config_text(CONFIG), {"hand": hand},
                            status_file=tmp_path / "status.json")
-        [asked] = _rounds(prov, 1)
+        [asked] = [a for a in rounds(prov) if isinstance(a, RequestHosts)]
         assert asked.jobs == tuple(jobs), "the policy names the demand's jobs"
         [request] = cluster.ok("GET", "/requests")["requests"]
         assert (request["count"], request["jobs"]) == (4, jobs), request
@@ -410,11 +341,11 @@ def test_requests_carry_their_jobs_and_joins_publish_the_lead_time(tmp_path: Pat
         names = sorted(hand.grants)
         time.sleep(0.5)
         for name in names[:2]:
-            _join(cluster, hand.grants[name])
+            assert join(cluster, hand.grants[name]) == 200
         time.sleep(1.0)
         for name in names[2:]:
-            _join(cluster, hand.grants[name])
-        _rounds(prov, 1)
+            assert join(cluster, hand.grants[name]) == 200
+        rounds(prov)
         hosts = cluster.hosts()
         waited = [hosts[n]["joined"] - request["created"] for n in names]
         [burst] = cluster.ok("GET", "/catalog")["templates"]
@@ -425,7 +356,7 @@ def test_requests_carry_their_jobs_and_joins_publish_the_lead_time(tmp_path: Pat
         history = cluster.xce("history", "-n", "0", check=True).stdout
         assert f"lead time burst {burst['runtime_lead_time']:.1f} s" in history
         assert f"for job(s) {', '.join(map(str, jobs))}" in history
-        _rounds(prov, 1)
+        rounds(prov)
         history = cluster.xce("history", "-n", "0", check=True).stdout
         assert history.count("lead time burst") == 1, "an unchanged estimate is not sent again"
 
