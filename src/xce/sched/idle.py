@@ -4,7 +4,7 @@ unused for at least their idle time."""
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Sequence
+from collections.abc import Collection, Container, Sequence
 
 from xce.model.result import Dispatch, Idle, IdleHost, IdleResource
 from xce.sched.capacity import Capacity
@@ -14,12 +14,19 @@ from xce.sched.state import SchedulerState
 
 def idle_supply(
     state: SchedulerState, now: float, dispatch: list[Dispatch], cap: Capacity,
-    booked: Container[int] | None = None,
+    booked: Collection[int] | None = None,
 ) -> Idle:
     """Reclaim candidates at `now`; `dispatch` is the work given this session,
-    `booked` the hosts the plan holds for blocked jobs (none of them is idle)."""
+    `booked` the hosts the plan holds for blocked jobs (none of them is idle). Nor is
+    a host a job suspended by a preemption is on: its slots are free for the
+    preemptor, but the job is still there and resumes there (maybe this very
+    session); given back, it could never resume."""
     hosts: list[IdleHost] = []
     if state.idle_provisioned:
+        suspended = state.preemptions.suspended
+        if suspended:
+            running = state.running
+            booked = {*(booked or ()), *(i for job in suspended for i in running[job].held)}
         _idle_hosts(state, now, dispatch, hosts, booked)
     resources: list[IdleResource] = []
     for pool in state.countable_pools:

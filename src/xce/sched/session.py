@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Container
+from collections.abc import Callable
 
 from xce.model.result import (
     Demand,
@@ -102,16 +102,9 @@ def _session(
     orphans, orphans_due = (
         state.waits.orphans(state, now) if state.waits.blocking else ([], math.inf)
     )
-    # Hosts the plan holds for a job are not idle (sched/holds.py), nor those of a job
-    # suspended by a preemption (its slots free for the preemptor, it is still there
-    # and resumes there, maybe this very session).
+    # Hosts the plan holds for a job are not idle (sched/holds.py).
     held = real.plan.booked if real.plan is not None and state.idle_provisioned else None
-    booked: Container[int] | None = held
-    suspended = state.preemptions.suspended
-    if suspended and state.idle_provisioned:
-        running = state.running
-        booked = {*(held or ()), *(i for job in suspended for i in running[job].held)}
-    idle = idle_supply(state, now, real.dispatch, cap, booked)
+    idle = idle_supply(state, now, real.dispatch, cap, held)
     # The only timers of a session: idle supply reaching its idle time, a job
     # reaching its queue's demand_after (sched/demand_after.py), and supply a hold
     # asks for once it would come in time (sched/holds_wide.py). A planned end
