@@ -352,7 +352,9 @@ def test_requests_carry_their_jobs_and_joins_publish_the_lead_time(tmp_path: Pat
         assert burst["runtime_lead_time"] == pytest.approx(statistics.median(waited),
                                                            abs=1e-3), (burst, waited)
         assert burst["lead_time"] == burst["runtime_lead_time"], "it replaces the configured"
-        assert 0.5 < burst["runtime_lead_time"] < 10
+        # (the CLI calls between the request and the joins take seconds each on a
+        # loaded machine: 10.4 s once with two test runs side by side)
+        assert 0.5 < burst["runtime_lead_time"] < 60
         history = cluster.xce("history", "-n", "0", check=True).stdout
         assert f"lead time burst {burst['runtime_lead_time']:.1f} s" in history
         assert f"for job(s) {', '.join(map(str, jobs))}" in history
