@@ -1,6 +1,8 @@
 """A provider a live test drives by hand (`HandProvider`: it starts nothing; the test
 joins its hosts with the tokens it was given, as their agents would), and in-process
-rounds of a real `Provisioner` against a real controller (`rounds`)."""
+rounds of a real `Provisioner` against a real controller (`rounds`), on a cluster
+whose template that provider serves (`HAND`, with `requested_by_hand` for its first
+request)."""
 
 from __future__ import annotations
 
@@ -83,11 +85,17 @@ class HandProvider:
         return {}
 
 
+def hand_token(cluster: LiveCluster, grant: HostGrant) -> None:
+    """The host's join token in a file, as `cluster.tokens[host]` (what an agent of
+    the host, `cluster.start_agent`, and the API calls made as it use)."""
+    cluster.tokens[grant.name] = cluster.root / f"join-{grant.name}.token"
+    cluster.tokens[grant.name].write_text(grant.join_token + "\n")
+
+
 def join(cluster: LiveCluster, grant: HostGrant) -> int:
     """The host's agent registers with its join token (as `xce agent` does); the HTTP
     status."""
-    cluster.tokens[grant.name] = cluster.root / f"join-{grant.name}.token"
-    cluster.tokens[grant.name].write_text(grant.join_token + "\n")
+    hand_token(cluster, grant)
     return cluster.api("POST", f"/agents/{grant.name}/register",
                        {"slots": 2, "running": []}, grant.name).status
 

@@ -17,7 +17,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from hand_provider import HAND, QUIET, HandProvider, requested_by_hand, rounds
+from hand_provider import HAND, QUIET, HandProvider, hand_token, requested_by_hand, rounds
 from live import live_cluster, skip_unless_linux, wait_for
 
 from xce.config import load_config_text
@@ -29,15 +29,13 @@ from xce.provisioner.daemon import Provisioner
 pytestmark = skip_unless_linux
 
 
-
 def test_a_job_started_before_the_close_keeps_the_host_until_it_ends(tmp_path: Path) -> None:
     with live_cluster(tmp_path, HAND, agents=()) as cluster:
         cluster.add_token("provisioner", "prov")
         cluster.start_controller(extra=QUIET)
         first, hand, prov = requested_by_hand(cluster, ["sleep", "0.2"], 2)
         [host] = hand.grants
-        cluster.tokens[host] = tmp_path / f"join-{host}.token"
-        cluster.tokens[host].write_text(hand.grants[host].join_token + "\n")
+        hand_token(cluster, hand.grants[host])
         cluster.start_agent(host, slots=2)  # a real agent, with the host's join token
         assert cluster.wait_state(first, "DONE", timeout=20)["exec_hosts"] == {host: 2}
         wait_for(lambda: [h["host"] for h in cluster.ok("GET", "/idle")["idle"]["hosts"]]

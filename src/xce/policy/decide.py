@@ -306,9 +306,6 @@ def _reclaim(
         if lifetime > 0 and now - host.joined >= lifetime:
             actions.append(DrainHost(host.name, f"maximum lifetime ({seconds_figure(lifetime)} s)",
                                      Cause.LIFETIME))
-            if host.running == 0:
-                actions.append(DecommissionHost(host.name, "drained and empty"))
-            open_count[template] -= 1
         elif host.name in idle and open_count[template] > keep.get(template, 0):
             if template in wanted:
                 continue  # the scheduler wants more of these: keep it
@@ -317,9 +314,11 @@ def _reclaim(
                 continue
             reason = f"idle reclaim (idle {seconds_figure(idle[host.name])} s)"
             actions.append(DrainHost(host.name, reason))
-            if host.running == 0:  # (a job resumed there since the idle report: kept)
-                actions.append(DecommissionHost(host.name, "drained and empty"))
-            open_count[template] -= 1
+        else:
+            continue
+        open_count[template] -= 1
+        if host.running == 0:  # drained empty (a job may have started on an idle one)
+            actions.append(DecommissionHost(host.name, "drained and empty"))
     return actions
 
 
