@@ -20,6 +20,7 @@ queues:
 
 def test_requeued_or_exited_per_queue() -> None:
     state = SchedulerState(load_config_text(CLUSTER))
-    assert lost_job(state, JobSpec(id=1, queue="normal"), 5.0, "host a lost") == JobRequeued(1, 5.0)
+    assert lost_job(state, JobSpec(id=1, queue="normal"), 5.0, "host a lost") == JobRequeued(
+        1, 5.0, "host a lost")
     assert lost_job(state, JobSpec(id=2, queue="once"), 5.0, "host a lost") == JobFinished(
         2, 5.0, LOST_EXIT_CODE, None, "host a lost")

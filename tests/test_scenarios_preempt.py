@@ -15,6 +15,8 @@ from test_sim import cluster, log_of, simulate, workload
 
 from xce.config import ConfigError, load_config_text
 from xce.model.events import (
+    HostRemoved,
+    HostStateChanged,
     JobFinished,
     JobKilled,
     JobPreempted,
@@ -139,6 +141,26 @@ def test_suspend_hands_the_slots_over_and_resumes_when_the_preemptor_ends():
     assert again.resumes == [2], "its preemptor ended and h1 has its 2 slots free"
     state.apply(JobResumed(job=2, time=now + 50))
     assert state.free_slots[state.host_by_name["h1"].index] == 0
+
+
+@pytest.mark.parametrize(("host_state", "resumes"), [("closed", [2]), ("unreach", [])])
+def test_a_suspended_job_resumes_on_a_drained_host_not_on_an_unreachable_one(
+    host_state: str, resumes: list[int],
+) -> None:
+    """h1 is drained (closed) while job 2 is suspended there: a closed host keeps the
+    jobs on it, so job 2 resumes there once its preemptor has ended; h1 cannot go
+    meanwhile. An unreachable h1 cannot continue it: it waits."""
+    state, now = state_of(busy("- {id: 10, queue: urgent, n: 2, submit: 900}",
+                               urgent=", preempt_action: suspend"))
+    state.apply(JobPreempted(job=2, by=10, action="suspend", time=now))
+    state.apply(JobStarted(job=10, hosts={"h1": 2}, time=now))
+    state.apply(HostStateChanged(name="h1", state=host_state, time=now + 10))
+    with pytest.raises(SchedulerInputError, match=r"host 'h1' still runs jobs \[1, 2, 10\]"):
+        state.apply(HostRemoved(name="h1", time=now + 10))
+    state.apply(JobFinished(job=10, time=now + 50))
+    assert run_session(state, now + 50).resumes == resumes
+    with pytest.raises(SchedulerInputError, match=r"host 'h1' still runs jobs \[1, 2\]"):
+        state.apply(HostRemoved(name="h1", time=now + 50))
 
 
 def test_a_victim_being_requeued_is_not_preempted_twice_and_its_preemptor_waits():

@@ -16,8 +16,6 @@ import hashlib
 import logging
 from collections.abc import Collection, Sequence
 
-import msgspec
-
 from xce.controller.accounting import Usage, failure_text
 from xce.controller.auth import Identity
 from xce.controller.fencing import Fencing
@@ -249,8 +247,6 @@ class HostDesk:
             self.seen.discard((job.spec.id, host))
         self.launchable.discard(job.spec.id)
         ended = lost_job(self.facts.state, job.spec, now, why)
-        if isinstance(ended, JobRequeued):  # why, for `xce hist`
-            ended = msgspec.structs.replace(ended, reason=why)
         log.warning("job %d %s: %s", job.spec.id, why,
                     "requeued" if isinstance(ended, JobRequeued) else "exited")
         return [ended]

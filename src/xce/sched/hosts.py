@@ -10,6 +10,7 @@ from xce.model.cluster import ResourceValue
 from xce.resreq import NGPUS
 
 OPEN_STATE: Final = "ok"
+CLOSED_STATE: Final = "closed"  # drained: no new job starts; the jobs on it go on
 
 
 class HostRecord:

@@ -10,6 +10,7 @@ from xce.model.result import Dispatch, Idle, IdleHost, IdleResource
 from xce.sched.capacity import Capacity
 from xce.sched.hosts import OPEN_STATE
 from xce.sched.state import SchedulerState
+from xce.sched.suspended import suspended_hosts
 
 
 def idle_supply(
@@ -23,10 +24,8 @@ def idle_supply(
     session); given back, it could never resume."""
     hosts: list[IdleHost] = []
     if state.idle_provisioned:
-        suspended = state.preemptions.suspended
-        if suspended:
-            running = state.running
-            booked = {*(booked or ()), *(i for job in suspended for i in running[job].held)}
+        if state.preemptions.suspended:
+            booked = {*(booked or ()), *suspended_hosts(state)}
         _idle_hosts(state, now, dispatch, hosts, booked)
     resources: list[IdleResource] = []
     for pool in state.countable_pools:

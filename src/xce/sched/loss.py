@@ -17,5 +17,5 @@ def lost_job(state: SchedulerQueries, job: JobSpec, now: float, why: str
     """The event that ends `job`'s run on a lost host."""
     queue = state.queues.get(job.queue)
     if queue is None or queue.requeue_on_host_loss:
-        return JobRequeued(job.id, now)
+        return JobRequeued(job.id, now, reason=why)  # (why, for `xce hist`)
     return JobFinished(job.id, now, LOST_EXIT_CODE, None, why)

@@ -20,7 +20,7 @@ from xce.sched.buckets import Bucket, PendingJob
 from xce.sched.capacity import Capacity
 from xce.sched.eligibility import Eligible
 from xce.sched.failure import Failure, Settled
-from xce.sched.hosts import OPEN_STATE
+from xce.sched.hosts import CLOSED_STATE, OPEN_STATE
 from xce.sched.preempted import REQUEUE
 from xce.sched.realpass import Evaluator, Placement
 from xce.sched.reasons import RESOURCE
@@ -33,6 +33,10 @@ PREEMPTING = "preempting"  # the kind of a job's failure once preemption serves 
 # The failures victims' slots can end (not a closed host, a select nothing matches,
 # shared tokens, a reservation the job would delay, -x)
 CAPACITY: Final = frozenset({"slots", "consumable", "gpus", "span"})
+# Where a suspended job resumes: a drained (closed) host keeps the jobs on it, a
+# suspended one too (no new job starts there; resuming one is no start), and is
+# given back only once they have ended
+RESUMES_ON: Final = frozenset({OPEN_STATE, CLOSED_STATE})
 # What a victim frees on one host: (host index, slots, consumables by column)
 Freed = list[tuple[int, int, tuple[float, ...]]]
 
@@ -255,7 +259,7 @@ def resumable(state: SchedulerState, cap: Capacity) -> list[int]:
             continue  # its preemptor is still pending or running
         run = state.running[victim]
         if all(
-            (host := hosts[index]) is not None and host.state == OPEN_STATE
+            (host := hosts[index]) is not None and host.state in RESUMES_ON
             and cap.usable(index, run.use) >= slots
             for index, slots in run.held.items()
         ):

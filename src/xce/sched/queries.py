@@ -17,6 +17,7 @@ from xce.model.jobs import JobSpec
 from xce.sched.buckets import PendingJob
 from xce.sched.hosts import HostRecord
 from xce.sched.pools import PoolRecord
+from xce.sched.preempted import PreemptBook
 from xce.sched.running import RunningJob
 
 
@@ -119,6 +120,10 @@ class SchedulerQueries(Protocol):
 
     def live_hosts(self) -> list[HostRecord]:
         """The hosts present."""
+
+    @property
+    def preemptions(self) -> PreemptBook:
+        """The preemptions under way (sched/preempted.py)."""
 
     def preemption_of(self, job: int) -> int | None:
         """The job `job` is suspended for by a preemption, if it is."""

@@ -29,6 +29,7 @@ from xce.sched.errors import SubmitError
 from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.reasons import ORPHAN_ENDED
 from xce.sched.runlimit import run_limit
+from xce.sched.suspended import suspended_on
 from xce.sim.supply import Supply
 from xce.sim.workload import Workload, WorkloadJob
 
@@ -235,11 +236,11 @@ class JobLifecycle:
             self.metrics.preempted(found.action)
             self._run_gen.pop(job, None)  # (its scheduled end is stale)
             end = self._ends.pop(job, tick)
+            if job in self.supply.busy:  # (a suspended job's slots are its preemptor's)
+                self.supply.busy_end(job)
             if found.action == "suspend":
                 self._left[job] = end - tick
                 continue
-            if job in self.supply.busy:
-                self.supply.busy_end(job)
             if found.action == "kill":
                 self.sim.apply(JobKilled(job=job, time=tick))
                 self.metrics.finish(job, tick)
@@ -251,8 +252,14 @@ class JobLifecycle:
 
     def resume(self, jobs: list[int], tick: float) -> None:
         """Jobs suspended by a preemption go on: they end after what they had left."""
+        hosts = self.state.hosts
         for job in jobs:
             self.sim.apply(JobResumed(job=job, time=tick))
+            placed = {  # (its hosts are there: resumable() saw them)
+                host.name: slots for index, slots in self.state.running[job].hosts.items()
+                if (host := hosts[index]) is not None
+            }
+            self.supply.busy_start(job, placed, tick)
             left = self._left.pop(job)
             self._starts += 1
             self._run_gen[job] = self._starts
@@ -269,15 +276,23 @@ class JobLifecycle:
         self.sim.dirty()  # (their own dependents may be orphans now)
 
     def lost(self, host: str) -> None:
-        """The jobs running on a host the provider took back: requeued (or exited, as
-        their queue says)."""
+        """The jobs on a host the provider took back, running or suspended by a
+        preemption (sched/suspended.py): requeued (or exited, as their queue says)."""
         state = self.state
-        for job in sorted(state.host_by_name[host].running):
+        record = state.host_by_name[host]
+        jobs = sorted(record.running)
+        if state.preemptions.suspended:
+            jobs = sorted([*jobs, *suspended_on(state, record.index)])
+        for job in jobs:
             self._run_gen.pop(job, None)
+            self._left.pop(job, None)
             if job in self.supply.busy:
                 self.supply.busy_end(job)
-            self.sim.apply(lost_job(state, state.running[job].spec, self.loop.now,
-                                    f"host {host} reclaimed"))
+            now = self.loop.now
+            ended = lost_job(state, state.running[job].spec, now, f"host {host} reclaimed")
+            self.sim.apply(ended)
+            if isinstance(ended, JobFinished):  # (exited: it ended, as a killed job does)
+                self.metrics.finish(job, now)
 
 
 MEM: Final = "mem"  # the resource a workload's requested memory is asked for as

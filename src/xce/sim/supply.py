@@ -37,6 +37,7 @@ from xce.policy import (
 )
 from xce.policy.actions import CancelHosts
 from xce.sched.requested import jobs_served
+from xce.sched.suspended import suspended_hosts
 from xce.sim.loop import TIMER
 from xce.sim.providers import HostProvider, TokenPool
 
@@ -190,15 +191,21 @@ class Supply:
         return bool(self.closed and self.closed_empty())
 
     def closed_empty(self) -> list[str]:
-        """The drained hosts that run nothing, in no order. (From the smaller of the
-        drained hosts and the provisioned hosts running nothing: hosts drained at
-        their maximum lifetime may run long jobs for days, RICC-2010-2.)"""
+        """The drained hosts that run nothing, a job suspended by a preemption
+        included (sched/suspended.py), in no order. (From the smaller of the drained
+        hosts and the provisioned hosts running nothing: hosts drained at their
+        maximum lifetime may run long jobs for days, RICC-2010-2.)"""
         closed, state = self.closed, self.state
         idle = state.idle_provisioned
         if len(idle) < len(closed):
-            return [host.name for host in idle.values() if host.name in closed]
-        by_name = state.host_by_name
-        return [name for name in closed if not by_name[name].running]
+            empty = [host for host in idle.values() if host.name in closed]
+        else:
+            by_name = state.host_by_name
+            empty = [by_name[name] for name in closed if not by_name[name].running]
+        if state.preemptions.suspended:
+            on = suspended_hosts(state)
+            return [host.name for host in empty if host.index not in on]
+        return [host.name for host in empty]
 
     # ------------------------------------------------------------------ accounting
     def busy_start(self, job: int, hosts: dict[str, int], start: float) -> None:
