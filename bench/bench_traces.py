@@ -26,10 +26,13 @@ the targets:
 
 `--demand-after S` gives the elastic run's queue a `demand_after` of S seconds (a job
 asks for supply only once it has pended that long: docs/policy.md), to see what it
-trades; the acceptance figures are without it.
+trades; the acceptance figures are without it. `--burst-max rest` gives the burst
+template only the other half of the machine (as `xce sim cluster --elastic 0.5` sizes
+it): jobs wider than the static half plus that are planned as in
+docs/scheduling.md's "Wider than a template's max", the elastic run's slowest shape.
 
 Run: python bench/bench_traces.py [--traces DIR] [--only NAME] [--jobs N]
-     [--memory-gb G] [--timeout S] [--demand-after S]
+     [--memory-gb G] [--timeout S] [--demand-after S] [--burst-max machine|rest]
 """
 
 from __future__ import annotations
@@ -56,8 +59,9 @@ from xce.tuning import settle_heap
 path, elastic, demand_after = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 workload = load_workload(path)
 nodes, _slots = machine_shape(workload)
+most = nodes if sys.argv[5] == "machine" else None  # (None: the other half)
 config = sized_cluster(workload, elastic=elastic, lead_time=120, idle_time=600,
-                       template_max=nodes, backfill=True, reserve_depth=1)
+                       template_max=most, backfill=True, reserve_depth=1)
 queues = tuple(msgspec.structs.replace(q, demand_after=demand_after) for q in config.queues)
 config = msgspec.structs.replace(config, policy=PolicyConfig(persistence=0), queues=queues)
 simulator = Simulator(config, workload, reasons=False)
@@ -69,12 +73,13 @@ print(json.dumps(summary))
 """
 
 
-def run_trace(path: Path, memory: int, timeout: float,
-              demand_after: float) -> tuple[Outcome, Outcome]:
+def run_trace(path: Path, memory: int, timeout: float, demand_after: float,
+              burst_max: str = "machine") -> tuple[Outcome, Outcome]:
     """The static and the elastic run of one trace (the elastic one's queues with
-    `demand_after`)."""
-    static = run_limited(CASE, [str(path), "0", "0"], memory, timeout)
-    elastic = run_limited(CASE, [str(path), str(ELASTIC), str(demand_after)], memory, timeout)
+    `demand_after`, its template's max the whole machine or the `rest`)."""
+    static = run_limited(CASE, [str(path), "0", "0", burst_max], memory, timeout)
+    elastic = run_limited(CASE, [str(path), str(ELASTIC), str(demand_after), burst_max],
+                          memory, timeout)
     return static, elastic
 
 
@@ -152,6 +157,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800.0, help="wall limit per run, s")
     parser.add_argument("--demand-after", type=float, default=0.0, metavar="S",
                         help="the elastic run's queues' demand_after, s (docs/policy.md)")
+    parser.add_argument("--burst-max", choices=("machine", "rest"), default="machine",
+                        help="the burst template's max: the whole machine (the acceptance "
+                             "case) or the rest beside the static half")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error("--jobs: expected a whole number >= 1")
@@ -162,7 +170,8 @@ def main() -> None:
     print(f"machine: {machine()}\n")
     memory = int(args.memory_gb * GB)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        runs = [pool.submit(run_trace, path, memory, args.timeout, args.demand_after)
+        runs = [pool.submit(run_trace, path, memory, args.timeout, args.demand_after,
+                            args.burst_max)
                 for path in paths]
         for path, run in zip(paths, runs, strict=True):
             print("\n".join(table(path.name.split(".swf")[0], *run.result())), flush=True)

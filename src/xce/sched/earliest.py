@@ -234,9 +234,11 @@ def _placement_at(
     stop = time + bucket.window
     columns = [(cap.free_res[res], scratch.free_res[res]) for res in plan.res]
     cands: list[int] = []
-    # Only hosts free now, freed by then or reserved can have room then (the
-    # others stay full): hot in simulations, where most hosts are busy.
-    maybe = cap.open_free | gain.keys() | booked.keys()
+    # Only hosts free now or changed by then can have room then (the others stay
+    # full; a reserved host's bookings only take room, and those before then are in
+    # the gain): hot in simulations, where most hosts are busy, and in elastic ones
+    # where wide jobs' holds book many (sched/holds_wide.py).
+    maybe = cap.open_free | gain.keys()
     if len(maybe) > len(hosts):
         maybe = hosts
     free_slots, target_slots = cap.free_slots, scratch.free_slots
@@ -246,8 +248,11 @@ def _placement_at(
         slots = free_slots[index]
         low_res: list[float] = []
         if index in booked:
-            free_res = tuple(column[index] for column, _s in columns)
-            low, low_res = plan._profile(index).lowest(slots, free_res, time, stop)
+            if columns:
+                free_res = tuple(column[index] for column, _s in columns)
+                low, low_res = plan._profile(index).lowest(slots, free_res, time, stop)
+            else:  # (slots alone: hot where wide jobs' holds book many hosts, sched/holds_wide.py)
+                low = plan._profile(index).lowest_slots(slots, time, stop)
         else:
             low = slots + gain.get(index, 0)
             if columns:

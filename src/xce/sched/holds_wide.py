@@ -40,7 +40,7 @@ from xce.sched.eligibility import Eligible
 from xce.sched.failure import Failure
 from xce.sched.holds import ElasticHolds, JoinedHold, take_share
 from xce.sched.placement import most_room_first
-from xce.sched.plan import HostProfile, Plan, profile_of
+from xce.sched.plan import HostProfile, Plan, profiles_of
 from xce.sched.reasons import RESOURCE, clock, plural, reserved, span
 from xce.sched.virtual import BEYOND_MAX, TemplateSupply
 
@@ -171,25 +171,29 @@ def _real_part(
     elig = bucket.eligible
     assert isinstance(elig, Eligible)
     free_slots, window = plan.cap.free_slots, bucket.window
-    profiles: list[tuple[int, HostProfile]] = [
-        (index, profile_of(plan, index)) for index in elig.open
-    ]
+    profiles: list[tuple[int, HostProfile]] = profiles_of(plan, elig.open)
     # The free slots of all of them at each change, a bound on what stays free over
     # a window from then: only where it reaches `need` are the hosts looked at.
     total = sum([free_slots[index] for index, _p in profiles])
-    steps = sorted([(step[0], step[1]) for _i, p in profiles for step in p.steps])
+    # (each time's changes summed, then the times sorted: sorting the steps
+    # themselves compared tuples, the most of an elastic simulation whose template's
+    # max is less than wide jobs' hosts: SDSC-SP2 at `--elastic 0.5`)
+    change_at: dict[float, int] = {}
+    for _i, p in profiles:
+        for step in p.steps:
+            time = step[0]
+            change_at[time] = change_at.get(time, 0) + step[1]
+    times = sorted(change_at)
     at = 0
-    while at < len(steps) and steps[at][0] <= arrival:
-        total += steps[at][1]
+    while at < len(times) and times[at] <= arrival:
+        total += change_at[times[at]]
         at += 1
     candidates = [(arrival, total)]
-    while at < len(steps) and steps[at][0] <= latest:
-        time = steps[at][0]
-        while at < len(steps) and steps[at][0] == time:
-            total += steps[at][1]
-            at += 1
+    while at < len(times) and times[at] <= latest:
+        time = times[at]
+        total += change_at[time]
+        at += 1
         candidates.append((time, total))
-    zeros = (0.0,) * len(plan.res)
     for start, bound in candidates:
         if bound < need:
             continue
@@ -197,7 +201,7 @@ def _real_part(
         room: dict[int, int] = {}
         total = 0
         for index, profile in profiles:
-            slots = profile.lowest(free_slots[index], zeros, start, stop)[0]
+            slots = profile.lowest_slots(free_slots[index], start, stop)
             if slots > 0:
                 room[index] = slots
                 total += slots

@@ -125,6 +125,25 @@ class HostProfile:
                     low_res[k] = amount
         return low_slots, low_res
 
+    def lowest_slots(self, free: int, start: float, stop: float) -> int:
+        """`lowest`'s free slots alone (hot in sched/holds_wide.py, which asks it of
+        every host a wide job may use: no consumables carried)."""
+        steps = self.steps
+        slots = free
+        at, count = 0, len(steps)
+        while at < count and steps[at][0] <= start:
+            slots += steps[at][1]
+            at += 1
+        low = slots
+        while at < count and steps[at][0] < stop:
+            time = steps[at][0]
+            while at < count and steps[at][0] == time:
+                slots += steps[at][1]
+                at += 1
+            if slots < low:
+                low = slots
+        return low
+
 
 class Plan:
     """The profile of one session and the reservations booked in it."""
@@ -527,11 +546,41 @@ class Plan:
         return found
 
 
-def profile_of(plan: Plan, index: int) -> HostProfile:
-    """A host's profile: a reserved host's own, else made for the asking (not kept:
-    kept profiles are kept up to date at every change)."""
-    profile = plan.profiles.get(index)
-    return profile if profile is not None else HostProfile(plan._steps_of(index))
+def profiles_of(plan: Plan, indices: Iterable[int]) -> list[tuple[int, HostProfile]]:
+    """The profiles of hosts `indices`: a reserved host's own, else made for the asking
+    (not kept: kept profiles are kept up to date at every change), with the steps
+    `Plan._steps_of` finds, gathered in one walk of this session's changes rather
+    than one per host (hot in elastic simulations whose template's max is less than
+    a wide job's hosts: sched/holds_wide.py asks for every host it may use, in each
+    session, for each such job; SDSC-SP2 at `--elastic 0.5`, bench/RESULTS.md)."""
+    kept, state = plan.profiles, plan.state
+    hosts, running = state.hosts, state.running
+    made: dict[int, list[Step]] = {}
+    for index in indices:
+        if index in kept:
+            continue
+        steps: list[Step] = []
+        made[index] = steps
+        host = hosts[index]
+        if host is None:
+            continue
+        for job, slots in host.running.items():  # (slots held: -x holds all)
+            run = running[job]
+            if run.end != math.inf:
+                deltas = plan._deltas(run.use, run.hosts[index])
+                steps.append((plan.planned(run.end), slots, deltas))
+    if made:
+        for time, _seq, sign, placed, use in plan.changes:
+            for index, slots in placed.items():
+                to = made.get(index)
+                if to is not None:
+                    if sign < 0:  # (not `sign * slots`: slow compiled, sched/running.py)
+                        slots = -slots
+                    to.append((time, slots, plan._deltas(use, slots)))
+    return [
+        (index, kept[index] if index in kept else HostProfile(made[index]))
+        for index in indices
+    ]
 
 
 def _first_unclaimed(
