@@ -163,6 +163,25 @@ def test_a_suspended_job_resumes_on_a_drained_host_not_on_an_unreachable_one(
         state.apply(HostRemoved(name="h1", time=now + 50))
 
 
+def test_a_preemption_whose_preemptor_can_no_longer_use_the_slots_is_void():
+    """Job 10 suspends job 2 on h1, and h1 is drained before job 10 starts: job 10
+    could never start there, and job 2 would wait for it for ever. The next session
+    resumes job 2 (on the drained host: it keeps the jobs on it) and job 10 preempts
+    again where it can (job 3 on h2, batch, started first of the two there). Found by
+    tests/test_properties_elastic_sim.py: a host drained at its max_lifetime in the
+    round of the session that preempted."""
+    state, now = state_of(busy("- {id: 10, queue: urgent, n: 2, submit: 900}",
+                               urgent=", preempt_action: suspend"))
+    first = run_session(state, now)
+    assert [(p.job, p.by, p.action) for p in first.preemptions] == [(2, 10, "suspend")]
+    state.apply(JobPreempted(job=2, by=10, action="suspend", time=now))
+    state.apply(HostStateChanged(name="h1", state="closed", time=now))
+    again = run_session(state, now + 1)
+    assert again.resumes == [2]
+    assert [(p.job, p.by, p.action) for p in again.preemptions] == [(3, 10, "suspend")]
+    assert again.dispatch == []
+
+
 def test_a_victim_being_requeued_is_not_preempted_twice_and_its_preemptor_waits():
     state, now = state_of(busy("- {id: 10, queue: urgent, n: 2, submit: 900}"))
     state.apply(JobPreempted(job=2, by=10, action="requeue", time=now))

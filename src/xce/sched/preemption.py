@@ -250,14 +250,21 @@ def requeued_victims(
 
 def resumable(state: SchedulerState, cap: Capacity) -> list[int]:
     """The jobs suspended by a preemption whose preemptor has ended (finished or
-    killed) and whose hosts have their slots free now, in id order; their slots are
+    killed), or still pends while a host the job is on was drained (closed: the
+    preemptor could never start on the slots it was given, and both would wait for
+    ever), and whose hosts have their slots free now, in id order; their slots are
     booked in `cap` before any pending job is considered."""
     found: list[int] = []
     hosts = state.hosts
     for victim, (by, _since) in sorted(state.preemptions.suspended.items()):
-        if by in state.running or by in state.pending or by in state.held or by in state.waiting:
-            continue  # its preemptor is still pending or running
         run = state.running[victim]
+        if by in state.running:
+            continue  # its preemptor runs
+        if (by in state.pending or by in state.held or by in state.waiting) and all(
+            (host := hosts[index]) is not None and host.state == OPEN_STATE
+            for index in run.held
+        ):
+            continue  # its preemptor pends, and may still start on its slots
         if all(
             (host := hosts[index]) is not None and host.state in RESUMES_ON
             and cap.usable(index, run.use) >= slots
