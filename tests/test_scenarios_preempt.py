@@ -15,6 +15,7 @@ from test_sim import cluster, log_of, simulate, workload
 
 from xce.config import ConfigError, load_config_text
 from xce.model.events import (
+    HostAdded,
     HostRemoved,
     HostStateChanged,
     JobFinished,
@@ -23,7 +24,9 @@ from xce.model.events import (
     JobRequeued,
     JobResumed,
     JobStarted,
+    JobSubmitted,
 )
+from xce.model.jobs import JobSpec
 from xce.model.recording import Recorder, read_recording
 from xce.scenario import load_scenario_text
 from xce.sched import SchedulerState, run_session
@@ -180,6 +183,33 @@ def test_a_preemption_whose_preemptor_can_no_longer_use_the_slots_is_void():
     assert again.resumes == [2]
     assert [(p.job, p.by, p.action) for p in again.preemptions] == [(3, 10, "suspend")]
     assert again.dispatch == []
+
+
+def test_a_host_a_suspended_job_leaves_is_idle_from_then_not_from_the_suspension():
+    """Job 1 runs on n01 and cloud-1 from 10; urgent job 2 suspends it at 100 (its
+    slots handed over: no host lists it as running) and it is killed at 500, still
+    suspended. cloud-1 was not idle while job 1 was there: it is idle supply 300 s
+    (its idle time) after the kill, at 800, not at 400. Found by
+    tests/test_properties_elastic_sim.py (a suspended job requeued with another host
+    its provider took back)."""
+    config = load_config_text(textwrap.dedent("""
+        hosts: [{name: n01, slots: 2}]
+        queues:
+          - {name: low, priority: 10}
+          - {name: urgent, priority: 70, preempt: [low], preempt_action: suspend}
+        catalog:
+          idle_time: 300
+          templates: [{name: cloud, provider: sim, slots: 2, max: 2}]
+    """), "cluster.yaml")
+    state = SchedulerState(config)
+    state.apply(HostAdded(name="cloud-1", slots=2, template="cloud", time=0))
+    state.apply(JobSubmitted(job=JobSpec(id=1, queue="low", n=4, submit=0)))
+    state.apply(JobStarted(job=1, hosts={"n01": 2, "cloud-1": 2}, time=10))
+    state.apply(JobSubmitted(job=JobSpec(id=2, queue="urgent", n=2, submit=100)))
+    state.apply(JobPreempted(job=1, by=2, action="suspend", time=100))
+    state.apply(JobKilled(job=1, time=500))
+    assert [h.host for h in run_session(state, 799).idle.hosts] == []
+    assert [h.host for h in run_session(state, 800).idle.hosts] == ["cloud-1"]
 
 
 def test_a_victim_being_requeued_is_not_preempted_twice_and_its_preemptor_waits():

@@ -256,8 +256,24 @@ def stop_running(state: SchedulerState, run: RunningJob, time: float) -> None:
     if not suspended:  # (a suspended one gave up its slots and planned end already)
         hold_capacity(state, run, -1, time)
         drop_end(state, run)
+    else:
+        _vacated(state, run, time)
     if state.fairshare.trees:
         state.fairshare.ended(run.spec.queue, run.spec.user, run.spec.id, time)
+
+
+def _vacated(state: SchedulerState, run: RunningJob, time: float) -> None:
+    """A job suspended by a preemption stops (requeued, killed, lost with a host): the
+    provisioned hosts it was alone on are idle from now, not from its suspension (it
+    was still there: sched/suspended.py)."""
+    idle = state.idle_provisioned
+    for index in run.held:
+        host = state.hosts[index]
+        if host is not None and not host.running and index in idle:
+            host.idle_since = time
+            del idle[index]  # (to the end: idle_provisioned goes by idle_since)
+            idle[index] = host
+            went_idle(state, host)
 
 
 def end_of(entry: tuple[float, int, RunningJob]) -> float:
