@@ -11,7 +11,7 @@ from xce.model.events import HostAdded
 from xce.sched.errors import SchedulerInputError
 from xce.sched.hosts import HostRecord
 from xce.sched.labels import drop_label, place_label, relabel
-from xce.sched.suspended import suspended_on
+from xce.sched.suspended import jobs_on
 from xce.sched.usage import NGPUS
 
 if TYPE_CHECKING:
@@ -168,9 +168,7 @@ def set_host_state(state: SchedulerState, host: HostRecord, host_state: str) -> 
 
 
 def remove_host(state: SchedulerState, host: HostRecord) -> None:
-    jobs = sorted(host.running)
-    if state.preemptions.suspended:  # (a job suspended there resumes there)
-        jobs = sorted([*jobs, *suspended_on(state, host.index)])
+    jobs = jobs_on(state, host)  # (a job suspended there resumes there)
     if jobs:
         raise SchedulerInputError(
             f"host '{host.name}' still runs jobs {jobs}: requeue or finish them first"

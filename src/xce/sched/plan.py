@@ -370,15 +370,7 @@ class Plan:
     def _steps_of(self, index: int) -> list[Step]:
         """A host's changes after now: its running jobs' planned ends and this
         session's changes on it so far."""
-        host = self.state.hosts[index]
-        steps: list[Step] = []
-        if host is not None:
-            running = self.state.running
-            for job, slots in host.running.items():  # (slots held: -x holds all)
-                run = running[job]
-                if run.end != math.inf:
-                    deltas = self._deltas(run.use, run.hosts[index])
-                    steps.append((self.planned(run.end), slots, deltas))
+        steps = _ends_on(self, index)
         for time, _seq, sign, hosts, use in self.changes:
             placed = hosts.get(index)
             if placed is not None:
@@ -553,22 +545,8 @@ def profiles_of(plan: Plan, indices: Iterable[int]) -> list[tuple[int, HostProfi
     than one per host (hot in elastic simulations whose template's max is less than
     a wide job's hosts: sched/holds_wide.py asks for every host it may use, in each
     session, for each such job; SDSC-SP2 at `--elastic 0.5`, bench/RESULTS.md)."""
-    kept, state = plan.profiles, plan.state
-    hosts, running = state.hosts, state.running
-    made: dict[int, list[Step]] = {}
-    for index in indices:
-        if index in kept:
-            continue
-        steps: list[Step] = []
-        made[index] = steps
-        host = hosts[index]
-        if host is None:
-            continue
-        for job, slots in host.running.items():  # (slots held: -x holds all)
-            run = running[job]
-            if run.end != math.inf:
-                deltas = plan._deltas(run.use, run.hosts[index])
-                steps.append((plan.planned(run.end), slots, deltas))
+    kept = plan.profiles
+    made = {index: _ends_on(plan, index) for index in indices if index not in kept}
     if made:
         for time, _seq, sign, placed, use in plan.changes:
             for index, slots in placed.items():
@@ -581,6 +559,21 @@ def profiles_of(plan: Plan, indices: Iterable[int]) -> list[tuple[int, HostProfi
         (index, kept[index] if index in kept else HostProfile(made[index]))
         for index in indices
     ]
+
+
+def _ends_on(plan: Plan, index: int) -> list[Step]:
+    """Host `index`'s changes from its running jobs' planned ends (`Plan._steps_of`
+    adds this session's changes)."""
+    host = plan.state.hosts[index]
+    steps: list[Step] = []
+    if host is not None:
+        running = plan.state.running
+        for job, slots in host.running.items():  # (slots held: -x holds all)
+            run = running[job]
+            if run.end != math.inf:
+                deltas = plan._deltas(run.use, run.hosts[index])
+                steps.append((plan.planned(run.end), slots, deltas))
+    return steps
 
 
 def _first_unclaimed(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # (the state's modules import this one)
+    from xce.sched.hosts import HostRecord
     from xce.sched.queries import SchedulerQueries
 
 
@@ -23,3 +24,10 @@ def suspended_on(state: SchedulerQueries, index: int) -> list[int]:
     """The jobs suspended by a preemption on host `index`, by id."""
     running = state.running
     return sorted(job for job in state.preemptions.suspended if index in running[job].held)
+
+
+def jobs_on(state: SchedulerQueries, host: HostRecord) -> list[int]:
+    """The jobs on `host`, running or suspended by a preemption, by id."""
+    if not state.preemptions.suspended:
+        return sorted(host.running)
+    return sorted([*host.running, *suspended_on(state, host.index)])

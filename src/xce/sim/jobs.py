@@ -29,7 +29,7 @@ from xce.sched.errors import SubmitError
 from xce.sched.loss import LOST_EXIT_CODE, lost_job
 from xce.sched.reasons import ORPHAN_ENDED
 from xce.sched.runlimit import run_limit
-from xce.sched.suspended import suspended_on
+from xce.sched.suspended import jobs_on
 from xce.sim.supply import Supply
 from xce.sim.workload import Workload, WorkloadJob
 
@@ -278,17 +278,12 @@ class JobLifecycle:
     def lost(self, host: str) -> None:
         """The jobs on a host the provider took back, running or suspended by a
         preemption (sched/suspended.py): requeued (or exited, as their queue says)."""
-        state = self.state
-        record = state.host_by_name[host]
-        jobs = sorted(record.running)
-        if state.preemptions.suspended:
-            jobs = sorted([*jobs, *suspended_on(state, record.index)])
-        for job in jobs:
+        state, now = self.state, self.loop.now
+        for job in jobs_on(state, state.host_by_name[host]):
             self._run_gen.pop(job, None)
             self._left.pop(job, None)
             if job in self.supply.busy:
                 self.supply.busy_end(job)
-            now = self.loop.now
             ended = lost_job(state, state.running[job].spec, now, f"host {host} reclaimed")
             self.sim.apply(ended)
             if isinstance(ended, JobFinished):  # (exited: it ended, as a killed job does)

@@ -16,7 +16,7 @@ from xce.model.result import SessionResult
 from xce.policy import Action, PolicyInput, PolicyMemory, ProvisionedHost
 from xce.policy.decide import decide, quiet_memory  # (functions; also a module `decide`)
 from xce.policy.timers import due_at
-from xce.sched.suspended import suspended_on
+from xce.sched.suspended import jobs_on
 from xce.sim.supply import Supply
 
 if TYPE_CHECKING:
@@ -157,11 +157,9 @@ class PolicyRounds:
         for name in names:
             host = by_name.get(name)
             if host is not None and host.template is not None:
-                running = len(host.running)
-                if state.preemptions.suspended:  # (a job suspended there is still on it)
-                    running += len(suspended_on(state, host.index))
-                hosts.append(ProvisionedHost(
-                    name, host.template, host.state, provisioned[name][1], running
+                hosts.append(ProvisionedHost(  # (its jobs, suspended ones too)
+                    name, host.template, host.state, provisioned[name][1],
+                    len(jobs_on(state, host)),
                 ))
         hosts.sort(key=_join_order)
         return hosts, closed_busy
